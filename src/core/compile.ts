@@ -1,0 +1,137 @@
+import { algorithms } from '../algorithms/registry.js';
+import type { AlgorithmName } from '../algorithms/types.js';
+import { parseDuration } from './duration.js';
+import { ConfigError } from './errors.js';
+import { compileKey } from './keys.js';
+import type { CompiledLimit, LimitDefinition, OnError, Purpose } from './types.js';
+
+const NAME = /^[a-z0-9_-]{1,64}$/;
+const KNOWN = new Set([
+  'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter',
+]);
+/** Largest product of a count and a window we accept, so all algorithm arithmetic stays exact in doubles (and in Lua). */
+const MAX_PRODUCT = 2 ** 50;
+/** Default `failClosedAfter`: how long a `closed` limit decides locally before it rejects. */
+export const DEFAULT_FAIL_CLOSED_AFTER_MS = 30_000;
+
+function positiveInt(v: unknown, code: 'RC_INVALID_LIMIT' | 'RC_INVALID_BURST' | 'RC_INVALID_COST', option: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) {
+    throw new ConfigError(code, option, `must be a positive integer, got ${typeof v === 'number' ? String(v) : typeof v}`);
+  }
+  return v;
+}
+
+function optionalBoolean(v: unknown, option: string): boolean {
+  if (v === undefined) return false;
+  if (typeof v !== 'boolean') throw new ConfigError('RC_INVALID_OPTION', option, `must be a boolean, got ${typeof v}`);
+  return v;
+}
+
+function optionalText(v: unknown, option: string): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new ConfigError('RC_INVALID_OPTION', option, `must be a string, got ${typeof v}`);
+  return v;
+}
+
+/** Validates one definition and normalises it. Throws `ConfigError` naming the option. */
+export function compileLimit(def: LimitDefinition, at: string, storeNames: ReadonlySet<string>): CompiledLimit {
+  if (def === null || typeof def !== 'object') {
+    throw new ConfigError('RC_INVALID_OPTION', at, 'a limit definition must be an object');
+  }
+  for (const prop of Object.keys(def)) {
+    if (!KNOWN.has(prop)) throw new ConfigError('RC_INVALID_OPTION', `${at}.${prop}`, `unknown option ${JSON.stringify(prop)}`);
+  }
+  if (typeof def.name !== 'string' || !NAME.test(def.name)) {
+    throw new ConfigError('RC_INVALID_NAME', `${at}.name`, `must match [a-z0-9_-]{1,64}, got ${JSON.stringify(def.name)}`);
+  }
+  const name = def.name;
+  const where = `${at}.`;
+  if (def.purpose === undefined) {
+    throw new ConfigError('RC_MISSING_PURPOSE', `${where}purpose`, `limit "${name}" has no purpose; say 'abuse' (security control) or 'shedding' (capacity). There is no default.`);
+  }
+  if (def.purpose !== 'abuse' && def.purpose !== 'shedding') {
+    throw new ConfigError('RC_MISSING_PURPOSE', `${where}purpose`, `must be 'abuse' or 'shedding', got ${JSON.stringify(def.purpose)}`);
+  }
+  const purpose: Purpose = def.purpose;
+  const onError: OnError = def.onError ?? (purpose === 'abuse' ? 'closed' : 'degraded');
+  if (onError !== 'open' && onError !== 'degraded' && onError !== 'closed') {
+    throw new ConfigError('RC_INVALID_OPTION', `${where}onError`, `must be 'open', 'degraded' or 'closed', got ${JSON.stringify(def.onError)}`);
+  }
+  const acknowledgeFailOpen = optionalText(def.acknowledgeFailOpen, `${where}acknowledgeFailOpen`);
+  if (onError === 'open' && purpose === 'abuse' && (acknowledgeFailOpen === undefined || acknowledgeFailOpen.trim() === '')) {
+    throw new ConfigError(
+      'RC_FAIL_OPEN_UNACKNOWLEDGED',
+      `${where}acknowledgeFailOpen`,
+      `limit "${name}" is an abuse limit with onError 'open': an attacker who can break the store gets unmetered attempts. Use 'closed', or state why failing open is acceptable in acknowledgeFailOpen.`,
+    );
+  }
+  const algorithm: AlgorithmName = def.algorithm ?? 'gcra';
+  const algo = algorithms[algorithm] as (typeof algorithms)[AlgorithmName] | undefined;
+  if (typeof algorithm !== 'string' || algo === undefined || !Object.hasOwn(algorithms, algorithm)) {
+    throw new ConfigError('RC_UNKNOWN_ALGORITHM', `${where}algorithm`, `unknown algorithm ${JSON.stringify(def.algorithm)}; expected one of ${Object.keys(algorithms).join(', ')}`);
+  }
+  const limit = positiveInt(def.limit, 'RC_INVALID_LIMIT', `${where}limit`);
+  const windowMs = parseDuration(def.window, `${where}window`);
+  if (def.burst !== undefined && !algo.usesBurst) {
+    throw new ConfigError('RC_INVALID_BURST', `${where}burst`, `does not apply to ${algorithm}; it applies to token-bucket, leaky-bucket and gcra`);
+  }
+  const burst = def.burst === undefined ? limit : positiveInt(def.burst, 'RC_INVALID_BURST', `${where}burst`);
+  if (def.mode !== undefined) {
+    if (algorithm !== 'leaky-bucket') throw new ConfigError('RC_INVALID_OPTION', `${where}mode`, `applies to leaky-bucket only`);
+    if (def.mode !== 'meter' && def.mode !== 'queue') throw new ConfigError('RC_INVALID_OPTION', `${where}mode`, `must be 'meter' or 'queue', got ${JSON.stringify(def.mode)}`);
+  }
+  if (Math.max(limit, burst) * windowMs * 2 > MAX_PRODUCT) {
+    throw new ConfigError('RC_INVALID_WINDOW', `${where}window`, `limit/burst times window (ms) must stay below 2^49 for exact integer arithmetic; got ${Math.max(limit, burst)} x ${windowMs}`);
+  }
+  const params = { limit, windowMs, burst, queue: def.mode === 'queue' };
+  const cost = def.cost === undefined ? 1 : positiveInt(def.cost, 'RC_INVALID_COST', `${where}cost`);
+  if (cost > algo.capacity(params)) {
+    throw new ConfigError('RC_BURST_BELOW_COST', `${where}${algo.usesBurst ? 'burst' : 'limit'}`, `${algo.usesBurst ? 'burst' : 'limit'} ${algo.capacity(params)} is below the cost ${cost} of one request: no request could ever be admitted`);
+  }
+  const keySpec = def.key ?? 'ip';
+  const key = compileKey(keySpec, `${where}key`);
+  const storeName = optionalText(def.store, `${where}store`);
+  if (storeName !== undefined && !storeNames.has(storeName)) {
+    throw new ConfigError('RC_UNKNOWN_STORE', `${where}store`, `no store named ${JSON.stringify(storeName)}; known stores: ${[...storeNames].join(', ') || '(none: pass createLimiter({ stores }))'}`);
+  }
+  if (def.status !== undefined && def.status !== 429 && def.status !== 503) {
+    throw new ConfigError('RC_INVALID_OPTION', `${where}status`, `must be 429 or 503, got ${JSON.stringify(def.status)}`);
+  }
+  const failClosedAfterMs =
+    def.failClosedAfter === undefined ? DEFAULT_FAIL_CLOSED_AFTER_MS : def.failClosedAfter === 0 ? 0 : parseDuration(def.failClosedAfter, `${where}failClosedAfter`);
+  return {
+    name,
+    purpose,
+    onError,
+    algorithm,
+    params,
+    keySpec: typeof keySpec === 'function' ? 'function' : keySpec,
+    key,
+    cost,
+    reason: optionalText(def.reason, `${where}reason`),
+    acknowledgeFailOpen,
+    shadow: optionalBoolean(def.shadow, `${where}shadow`),
+    storeName,
+    countRejected: optionalBoolean(def.countRejected, `${where}countRejected`),
+    status: def.status ?? (keySpec === 'global' ? 503 : 429),
+    failClosedAfterMs,
+    id: `${name}:${algorithm}`,
+  };
+}
+
+/** Validates a whole chain: at least one limit, unique names. */
+export function compileLimits(defs: readonly LimitDefinition[], storeNames: ReadonlySet<string>): CompiledLimit[] {
+  if (!Array.isArray(defs) || defs.length === 0) {
+    throw new ConfigError('RC_INVALID_OPTION', 'limits', 'must be a non-empty array of limit definitions');
+  }
+  const seen = new Set<string>();
+  return defs.map((def, i) => {
+    const compiled = compileLimit(def, `limits[${i}]`, storeNames);
+    if (seen.has(compiled.name)) {
+      throw new ConfigError('RC_DUPLICATE_NAME', `limits[${i}].name`, `duplicate limit name ${JSON.stringify(compiled.name)}; names must be unique`);
+    }
+    seen.add(compiled.name);
+    return compiled;
+  });
+}

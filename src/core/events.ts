@@ -1,0 +1,24 @@
+import { channel } from 'node:diagnostics_channel';
+
+/**
+ * Channel names on `node:diagnostics_channel`. Publishing costs nothing when
+ * nobody subscribes. Payloads are documented in docs/events.md.
+ */
+export const CHANNELS = {
+  /** Every decision: `{ decision, now }`. */
+  decision: 'ratecontract:decision',
+  /** A store call failed or timed out: `{ store, error, limits }`. */
+  storeError: 'ratecontract:store-error',
+  /** A limit was decided by its fail mode: `{ limit, onError, store }`. */
+  fallback: 'ratecontract:fallback',
+  /** A `closed` limit rejected for lack of a store: `{ limit, store }`. */
+  failClosed: 'ratecontract:fail-closed',
+  /** A key extractor threw: `{ limit, error }`. The request is counted under a shared key. */
+  keyError: 'ratecontract:key-error',
+} as const;
+
+export const decisionChannel = channel(CHANNELS.decision);
+export const storeErrorChannel = channel(CHANNELS.storeError);
+export const fallbackChannel = channel(CHANNELS.fallback);
+export const failClosedChannel = channel(CHANNELS.failClosed);
+export const keyErrorChannel = channel(CHANNELS.keyError);

@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import { ConfigError } from './errors.js';
+import type { KeySpec, RequestContext } from './types.js';
+
+/** Keys longer than this are replaced by their SHA-256 before they reach a store. */
+export const MAX_RAW_KEY_LENGTH = 64;
+
+/** The key every request shares under `key: 'global'`. */
+export const GLOBAL_KEY = '*';
+
+/**
+ * Bounds a key: keys up to 64 UTF-16 units are kept as they are; longer ones
+ * become `'#' + base64url(sha256(key))` (44 characters), so memory per key is
+ * bounded whatever the client sends (10 KB headers, NUL, CRLF, unicode).
+ */
+export function boundKey(raw: string): string {
+  if (raw.length <= MAX_RAW_KEY_LENGTH) return raw;
+  return '#' + createHash('sha256').update(raw, 'utf8').digest('base64url');
+}
+
+function first(v: string | readonly string[] | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v === 'string') return v;
+  return v[0];
+}
+
+function scalar(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+function bodyPath(path: readonly string[]): (ctx: RequestContext) => string | undefined {
+  return (ctx) => {
+    let v: unknown = ctx.body;
+    for (const part of path) {
+      if (v === null || typeof v !== 'object' || Array.isArray(v) || !Object.hasOwn(v, part)) return undefined;
+      v = (v as Record<string, unknown>)[part];
+    }
+    return scalar(v);
+  };
+}
+
+/**
+ * Compiles a key spec into a function returning the raw key, or `undefined`
+ * when the request has no value for it (the limit then does not apply).
+ */
+export function compileKey(spec: KeySpec, option: string): (ctx: RequestContext) => string | undefined {
+  if (typeof spec === 'function') {
+    return (ctx) => scalar(spec(ctx));
+  }
+  if (typeof spec !== 'string') {
+    throw new ConfigError('RC_INVALID_KEY', option, `expected a key extractor name or a function, got ${typeof spec}`);
+  }
+  switch (spec) {
+    case 'ip':
+      return (ctx) => ctx.ip;
+    case 'principal':
+      return (ctx) => ctx.principal;
+    case 'global':
+      return () => GLOBAL_KEY;
+    default:
+      break;
+  }
+  const dot = spec.indexOf('.');
+  const kind = dot > 0 ? spec.slice(0, dot) : spec;
+  const rest = dot > 0 ? spec.slice(dot + 1) : '';
+  if (rest.length === 0 || !/^[A-Za-z0-9_.-]+$/.test(rest)) {
+    throw new ConfigError(
+      'RC_INVALID_KEY',
+      option,
+      `unknown key extractor ${JSON.stringify(spec)}; expected 'ip', 'principal', 'global', 'header.<name>', 'query.<name>', 'body.<field>' or a function`,
+    );
+  }
+  switch (kind) {
+    case 'header': {
+      const name = rest.toLowerCase();
+      return (ctx) => first(ctx.headers?.[name]);
+    }
+    case 'query':
+      return (ctx) => first(ctx.query?.[rest]);
+    case 'body':
+      return bodyPath(rest.split('.'));
+    default:
+      throw new ConfigError(
+        'RC_INVALID_KEY',
+        option,
+        `unknown key extractor ${JSON.stringify(spec)}; expected 'ip', 'principal', 'global', 'header.<name>', 'query.<name>', 'body.<field>' or a function`,
+      );
+  }
+}

@@ -1,0 +1,377 @@
+import { randomBytes } from 'node:crypto';
+import { MemoryStore } from '../stores/memory/memory-store.js';
+import { systemClock, type Clock } from './clock.js';
+import { compileLimits } from './compile.js';
+import { ConfigError, UsageError } from './errors.js';
+import { decisionChannel, failClosedChannel, fallbackChannel, keyErrorChannel, storeErrorChannel } from './events.js';
+import { boundKey } from './keys.js';
+import { isSyncStore, type Store, type StoreOp, type StoreOpResult } from './store.js';
+import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
+
+/** Options of `createLimiter`. */
+export interface LimiterOptions {
+  /** The chain, most specific first (recipient, account, tenant, IP, global). */
+  readonly limits: readonly LimitDefinition[];
+  /** The default store. Default: a new `memoryStore()`. */
+  readonly store?: Store | undefined;
+  /** Named stores (failure domains) that limits select with `store: '<name>'`. */
+  readonly stores?: Readonly<Record<string, Store>> | undefined;
+  /** Time source in ms. Default: the system clock. */
+  readonly clock?: Clock | undefined;
+  /** k, the replica count, for `degraded` limits (local limit ceil(N/k)). Default 1. */
+  readonly replicas?: number | undefined;
+  /** `closed` limits past their grace period answer 503 with this Retry-After. Default 1000 ms. */
+  readonly failClosedRetryAfterMs?: number | undefined;
+}
+
+/** A limiter: checks requests against a chain of limits. Never throws on a store failure. */
+export interface Limiter {
+  readonly limits: readonly CompiledLimit[];
+  /** Decides one request. Rejects only on programmer error (an invalid `cost`). */
+  check(ctx: RequestContext, options?: CheckOptions): Promise<Decision>;
+}
+
+const KEY_ERROR = '\u0000key-error';
+const NO_RESULTS: readonly StoreOpResult[] = [];
+
+interface Group {
+  readonly store: Store;
+  readonly name: string;
+  readonly indexes: readonly number[];
+}
+
+class CheckDecision implements Decision {
+  readonly allowed: boolean;
+  readonly status: 200 | 429 | 503;
+  readonly outcome: Outcome;
+  readonly limit: string | undefined;
+  readonly retryAfterMs: number;
+  readonly delayMs: number;
+  readonly results: readonly LimitResult[];
+  #leases: Array<{ store: Store; op: StoreOp; now: number }> | undefined;
+
+  constructor(
+    allowed: boolean,
+    status: 200 | 429 | 503,
+    outcome: Outcome,
+    limit: string | undefined,
+    retryAfterMs: number,
+    delayMs: number,
+    results: readonly LimitResult[],
+    leases: Array<{ store: Store; op: StoreOp; now: number }> | undefined,
+  ) {
+    this.allowed = allowed;
+    this.status = status;
+    this.outcome = outcome;
+    this.limit = limit;
+    this.retryAfterMs = retryAfterMs;
+    this.delayMs = delayMs;
+    this.results = results;
+    this.#leases = leases;
+  }
+
+  async release(): Promise<void> {
+    const leases = this.#leases;
+    if (leases === undefined) return;
+    this.#leases = undefined;
+    await Promise.all(
+      leases.map(async ({ store, op, now }) => {
+        try {
+          await store.release(op, now);
+        } catch (error) {
+          // The lease expires on its own after the limit's window.
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: store.kind, error, limits: [op.limit.name] });
+        }
+      }),
+    );
+  }
+}
+
+class ChainLimiter implements Limiter {
+  readonly limits: readonly CompiledLimit[];
+  readonly #clock: Clock;
+  readonly #groups: readonly Group[];
+  readonly #single: Group | undefined;
+  readonly #local = new MemoryStore({ maxKeys: 100_000 });
+  readonly #localLimits = new Map<string, CompiledLimit>();
+  readonly #failingSince = new Map<Store, number>();
+  readonly #replicas: number;
+  readonly #failClosedRetryAfterMs: number;
+  readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
+  readonly #hasConcurrency: boolean;
+  #leaseCounter = 0;
+
+  constructor(options: LimiterOptions) {
+    if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
+    const stores = options.stores ?? {};
+    this.limits = compileLimits(options.limits, new Set(Object.keys(stores)));
+    this.#clock = options.clock ?? systemClock;
+    const replicas = options.replicas ?? 1;
+    if (!Number.isSafeInteger(replicas) || replicas < 1) throw new ConfigError('RC_INVALID_OPTION', 'replicas', `must be a positive integer, got ${String(replicas)}`);
+    this.#replicas = replicas;
+    const failClosedRetryAfterMs = options.failClosedRetryAfterMs ?? 1000;
+    if (!Number.isSafeInteger(failClosedRetryAfterMs) || failClosedRetryAfterMs < 1) {
+      throw new ConfigError('RC_INVALID_OPTION', 'failClosedRetryAfterMs', `must be a positive integer, got ${String(failClosedRetryAfterMs)}`);
+    }
+    this.#failClosedRetryAfterMs = failClosedRetryAfterMs;
+    const defaultStore = options.store ?? new MemoryStore();
+    const groups = new Map<string, { store: Store; name: string; indexes: number[] }>();
+    this.limits.forEach((l, i) => {
+      const name = l.storeName ?? '(default)';
+      const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
+      let g = groups.get(name);
+      if (g === undefined) {
+        g = { store, name, indexes: [] };
+        groups.set(name, g);
+      }
+      g.indexes.push(i);
+    });
+    this.#groups = [...groups.values()];
+    this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
+    this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
+  }
+
+  async check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
+    const costOverride = options?.cost;
+    if (costOverride !== undefined && (!Number.isSafeInteger(costOverride) || costOverride < 1)) {
+      throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(costOverride)}`);
+    }
+    const now = this.#clock.now();
+    const limits = this.limits;
+    const n = limits.length;
+    const ops: Array<StoreOp | undefined> = new Array<StoreOp | undefined>(n);
+    for (let i = 0; i < n; i++) {
+      const limit = limits[i] as CompiledLimit;
+      let raw: string | undefined;
+      try {
+        raw = limit.key(ctx);
+      } catch (error) {
+        raw = KEY_ERROR;
+        if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
+      }
+      if (raw === undefined) continue;
+      ops[i] = {
+        limit,
+        key: boundKey(raw),
+        cost: costOverride ?? limit.cost,
+        leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
+      };
+    }
+    const results = new Array<StoreOpResult | undefined>(n);
+    const failed = new Array<boolean>(n).fill(false);
+    const single = this.#single;
+    if (single !== undefined && isSyncStore(single.store)) {
+      const groupOps = this.#present(single, ops);
+      try {
+        this.#fill(single, ops, groupOps.length === 0 ? NO_RESULTS : single.store.evaluateSync(groupOps, now), results);
+        this.#failingSince.delete(single.store);
+      } catch (error) {
+        this.#markFailed(single, ops, error, now, failed);
+      }
+    } else {
+      await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    }
+    return this.#decide(ops, results, failed, now);
+  }
+
+  #present(group: Group, ops: ReadonlyArray<StoreOp | undefined>): StoreOp[] {
+    const out: StoreOp[] = [];
+    for (const i of group.indexes) {
+      const op = ops[i];
+      if (op !== undefined) out.push(op);
+    }
+    return out;
+  }
+
+  #fill(group: Group, ops: ReadonlyArray<StoreOp | undefined>, res: readonly StoreOpResult[], results: Array<StoreOpResult | undefined>): void {
+    let j = 0;
+    for (const i of group.indexes) {
+      if (ops[i] !== undefined) results[i] = res[j++];
+    }
+  }
+
+  async #evaluateGroup(group: Group, ops: ReadonlyArray<StoreOp | undefined>, now: number, results: Array<StoreOpResult | undefined>, failed: boolean[]): Promise<void> {
+    const groupOps = this.#present(group, ops);
+    if (groupOps.length === 0) return;
+    try {
+      const res = await group.store.evaluate(groupOps, now);
+      this.#fill(group, ops, res, results);
+      this.#failingSince.delete(group.store);
+    } catch (error) {
+      this.#markFailed(group, ops, error, now, failed);
+    }
+  }
+
+  #markFailed(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, now: number, failed: boolean[]): void {
+    if (!this.#failingSince.has(group.store)) this.#failingSince.set(group.store, now);
+    const names: string[] = [];
+    for (const i of group.indexes) {
+      if (ops[i] !== undefined) {
+        failed[i] = true;
+        names.push((ops[i] as StoreOp).limit.name);
+      }
+    }
+    if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.store.kind, error, limits: names });
+  }
+
+  /** The process-local stand-in for `limit` while its store is failing. */
+  #localLimit(limit: CompiledLimit): CompiledLimit {
+    let local = this.#localLimits.get(limit.name);
+    const k = limit.onError === 'degraded' ? this.#replicas : 1;
+    const target = Math.ceil(limit.params.limit / k);
+    if (local === undefined || local.params.limit !== target) {
+      const burst = Math.max(Math.ceil(limit.params.burst / k), limit.cost);
+      local = { ...limit, params: { ...limit.params, limit: target, burst }, id: `${limit.id}:local:${k}` };
+      this.#localLimits.set(limit.name, local);
+    }
+    return local;
+  }
+
+  async #decide(ops: ReadonlyArray<StoreOp | undefined>, results: Array<StoreOpResult | undefined>, failed: readonly boolean[], now: number): Promise<Decision> {
+    const limits = this.limits;
+    const n = limits.length;
+    const failModes = new Array<OnError | undefined>(n);
+    const local = new Array<boolean>(n).fill(false);
+    let failClosed = false;
+    // Fail modes: each failed limit follows its own onError.
+    const localOps: StoreOp[] = [];
+    const localIdx: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (!failed[i]) continue;
+      const op = ops[i] as StoreOp;
+      const limit = op.limit;
+      failModes[i] = limit.onError;
+      if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limit: limit.name, onError: limit.onError });
+      if (limit.onError === 'open') {
+        results[i] = undefined;
+        continue;
+      }
+      if (limit.onError === 'closed') {
+        const storeName = limit.storeName;
+        const since = this.#failingSinceFor(storeName);
+        if (since !== undefined && now - since >= limit.failClosedAfterMs) {
+          results[i] = { allowed: false, consumed: false, remaining: 0, resetMs: this.#failClosedRetryAfterMs, retryAfterMs: this.#failClosedRetryAfterMs, delayMs: 0 };
+          failClosed = !limit.shadow || failClosed;
+          if (failClosedChannel.hasSubscribers) failClosedChannel.publish({ limit: limit.name, store: storeName ?? '(default)' });
+          continue;
+        }
+      }
+      localOps.push({ ...op, limit: this.#localLimit(limit) });
+      localIdx.push(i);
+    }
+    if (localOps.length > 0) {
+      const res = this.#local.evaluateSync(localOps, now);
+      localIdx.forEach((i, j) => {
+        results[i] = res[j];
+        local[i] = true;
+      });
+    }
+
+    let allowed = true;
+    let deciding: CompiledLimit | undefined;
+    let retryAfterMs = 0;
+    let delayMs = 0;
+    let shadowRejected = false;
+    let leases: Array<{ store: Store; op: StoreOp; now: number }> | undefined;
+    const out = new Array<LimitResult>(n);
+    for (let i = 0; i < n; i++) {
+      const limit = limits[i] as CompiledLimit;
+      const r = results[i];
+      const p = limit.params;
+      if (r === undefined) {
+        out[i] = {
+          name: limit.name, allowed: true, remaining: p.limit, resetMs: 0, retryAfterMs: 0, limit: p.limit, windowMs: p.windowMs,
+          source: 'none', shadow: limit.shadow, purpose: limit.purpose, failMode: failModes[i],
+        };
+        continue;
+      }
+      out[i] = {
+        name: limit.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, limit: p.limit,
+        windowMs: p.windowMs, source: local[i] === true ? 'local' : failModes[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
+        purpose: limit.purpose, failMode: failModes[i],
+      };
+      if (!r.allowed) {
+        if (limit.shadow) {
+          shadowRejected = true;
+        } else {
+          allowed = false;
+          deciding ??= limit;
+          if (r.retryAfterMs > retryAfterMs) retryAfterMs = r.retryAfterMs;
+        }
+      } else if (r.delayMs > delayMs) {
+        delayMs = r.delayMs;
+      }
+      if (r.consumed && limit.algorithm === 'concurrency' && this.#hasConcurrency) {
+        const op = ops[i] as StoreOp;
+        leases ??= [];
+        leases.push(local[i] === true ? { store: this.#local, op: { ...op, limit: this.#localLimit(limit) }, now } : { store: this.#storeOf(limit), op, now });
+      }
+    }
+    if (!allowed && this.#groups.length > 1) await this.#compensate(ops, results, local, now);
+    if (!allowed) {
+      delayMs = 0;
+      // Leases taken by limits that count rejected attempts are still held; others were never taken.
+    }
+    let outcome: Outcome;
+    let status: 200 | 429 | 503 = 200;
+    if (!allowed) {
+      const decidingIndex = limits.indexOf(deciding as CompiledLimit);
+      const decidedFailClosed = failClosed && failModes[decidingIndex] === 'closed' && !local[decidingIndex];
+      outcome = decidedFailClosed ? 'fail-closed' : 'rejected';
+      status = decidedFailClosed ? 503 : (deciding as CompiledLimit).status;
+    } else if (failModes.includes('open')) {
+      outcome = 'fail-open';
+    } else if (local.includes(true)) {
+      outcome = 'degraded';
+    } else {
+      outcome = shadowRejected ? 'shadow-rejected' : 'allowed';
+    }
+    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases);
+    if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
+    return decision;
+  }
+
+  #failingSinceFor(storeName: string | undefined): number | undefined {
+    for (const g of this.#groups) {
+      if (g.name === (storeName ?? '(default)')) return this.#failingSince.get(g.store);
+    }
+    return undefined;
+  }
+
+  #storeOf(limit: CompiledLimit): Store {
+    for (const g of this.#groups) if (g.name === (limit.storeName ?? '(default)')) return g.store;
+    throw new Error('unreachable: every limit belongs to a group');
+  }
+
+  /** Another store rejected: give back what the admitting stores consumed (unless the limit counts rejected attempts). */
+  async #compensate(ops: ReadonlyArray<StoreOp | undefined>, results: ReadonlyArray<StoreOpResult | undefined>, local: readonly boolean[], now: number): Promise<void> {
+    await Promise.all(
+      this.#groups.map(async (g) => {
+        const give: StoreOp[] = [];
+        const giveLocal: StoreOp[] = [];
+        for (const i of g.indexes) {
+          const op = ops[i];
+          const r = results[i];
+          if (op === undefined || r?.consumed !== true || op.limit.countRejected) continue;
+          if (local[i] === true) giveLocal.push({ ...op, limit: this.#localLimit(op.limit) });
+          else give.push(op);
+        }
+        if (giveLocal.length > 0) await this.#local.refund(giveLocal, now);
+        if (give.length === 0) return;
+        try {
+          await g.store.refund(give, now);
+        } catch (error) {
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: g.store.kind, error, limits: give.map((o) => o.limit.name) });
+        }
+      }),
+    );
+  }
+}
+
+/**
+ * Creates a limiter from a chain of limit definitions. Throws `ConfigError`
+ * (with a stable `code` and the option's path) on any invalid definition.
+ */
+export function createLimiter(options: LimiterOptions): Limiter {
+  return new ChainLimiter(options);
+}

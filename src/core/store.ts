@@ -1,0 +1,54 @@
+import type { CompiledLimit } from './types.js';
+
+/** One limit's part of a chain, as a store sees it. */
+export interface StoreOp {
+  readonly limit: CompiledLimit;
+  /** The bounded key (long keys are already hashed). */
+  readonly key: string;
+  /** Cost, an integer >= 0. */
+  readonly cost: number;
+  /** Lease id (concurrency only). */
+  readonly leaseId: string | undefined;
+}
+
+/** A store's answer for one op. */
+export interface StoreOpResult {
+  readonly allowed: boolean;
+  /** Whether the op's cost was taken from the store. */
+  readonly consumed: boolean;
+  readonly remaining: number;
+  readonly resetMs: number;
+  readonly retryAfterMs: number;
+  readonly delayMs: number;
+}
+
+/**
+ * The store contract. A store decides a whole chain atomically: every op is
+ * decided against the same instant; if any enforcing (non-shadow) op is
+ * rejected, no op consumes unless its limit has `countRejected`. Stores must
+ * pass the conformance suite (`ratecontract/testing`, see docs/stores.md).
+ */
+export interface Store {
+  /** Short description for events and errors, e.g. `'memory'`, `'redis'`. */
+  readonly kind: string;
+  /**
+   * Decides `ops` as one atomic chain. `now` is the limiter's clock; a store
+   * that uses its own clock (Redis server time) may ignore it. Must reject
+   * (not resolve) on a store failure.
+   */
+  evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]>;
+  /** Gives back what `ops` consumed at `now` (compensation when another store rejected the request). */
+  refund(ops: readonly StoreOp[], now: number): Promise<void>;
+  /** Frees a concurrency lease. */
+  release(op: StoreOp, now: number): Promise<void>;
+}
+
+/** A store that can also decide synchronously (in-process stores). The limiter uses it to skip a promise per check. */
+export interface SyncStore extends Store {
+  evaluateSync(ops: readonly StoreOp[], now: number): readonly StoreOpResult[];
+}
+
+/** Whether `store` offers synchronous evaluation. */
+export function isSyncStore(store: Store): store is SyncStore {
+  return typeof (store as Partial<SyncStore>).evaluateSync === 'function';
+}

@@ -1,0 +1,153 @@
+import type { AlgorithmName, AlgorithmParams } from '../algorithms/types.js';
+import type { Duration } from './duration.js';
+
+/** Why a limit exists. `abuse`: make an attack uneconomical (a security control). `shedding`: protect capacity. */
+export type Purpose = 'abuse' | 'shedding';
+
+/**
+ * What a limit does when its store cannot answer (error, timeout, open breaker):
+ * - `open`: admit (outcome `fail-open`). On an `abuse` limit only with `acknowledgeFailOpen`.
+ * - `degraded`: decide on a process-local limiter with limit ceil(N/k), k = the replica count. Never rejects for lack of a store.
+ * - `closed`: decide on a process-local limiter with limit N; after `failClosedAfter` of continuous store failure, reject with 503.
+ */
+export type OnError = 'open' | 'degraded' | 'closed';
+
+/** The request as key extractors see it. Adapters build it; library users may pass their own. */
+export interface RequestContext {
+  /** Client address, already resolved through trusted proxies by the adapter. */
+  readonly ip?: string | undefined;
+  /** The authenticated identity supplied by the application, if any. */
+  readonly principal?: string | undefined;
+  readonly method?: string | undefined;
+  readonly path?: string | undefined;
+  /** Lower-case header names. */
+  readonly headers?: Readonly<Record<string, string | readonly string[] | undefined>> | undefined;
+  readonly query?: Readonly<Record<string, string | readonly string[] | undefined>> | undefined;
+  /** Parsed (bounded) JSON body. */
+  readonly body?: unknown;
+}
+
+/** Returns the key for a request, or `undefined` when the limit does not apply to it. */
+export type KeyFunction = (ctx: RequestContext) => string | number | undefined;
+
+/**
+ * Built-in key extractors: `'ip'`, `'principal'`, `'global'`, `'header.<name>'`,
+ * `'query.<name>'`, `'body.<field>'` (dot paths allowed: `'body.user.phone'`).
+ */
+export type KeySpec = 'ip' | 'principal' | 'global' | `header.${string}` | `query.${string}` | `body.${string}` | KeyFunction;
+
+/** One limit: every clause of the contract in one place. */
+export interface LimitDefinition {
+  /** Unique name, `[a-z0-9_-]+`, at most 64 characters. Appears in headers, metrics and events. */
+  readonly name: string;
+  /** Required, no default: `'abuse'` (security control) or `'shedding'` (capacity). */
+  readonly purpose: Purpose;
+  /** Fail mode. Default: `'closed'` for abuse, `'degraded'` for shedding. */
+  readonly onError?: OnError | undefined;
+  /**
+   * Required to set `onError: 'open'` on an `abuse` limit: a sentence saying
+   * why failing open is acceptable here. `audit` prints it.
+   */
+  readonly acknowledgeFailOpen?: string | undefined;
+  /** The algorithm; default `'gcra'`. */
+  readonly algorithm?: AlgorithmName | undefined;
+  /** N: cost admitted per `window` (concurrency: cost in flight). Positive integer. */
+  readonly limit: number;
+  /** W: `'15m'`, `'60s'`, `'500ms'`, or integer ms. For `concurrency`, the lease lifetime. */
+  readonly window: Duration;
+  /** B, for token-bucket, leaky-bucket and gcra: the largest burst. Default `limit`. */
+  readonly burst?: number | undefined;
+  /** leaky-bucket only: `'meter'` (default) rejects at once; `'queue'` admits with a delay. */
+  readonly mode?: 'meter' | 'queue' | undefined;
+  /** The key extractor. Default `'ip'`. */
+  readonly key?: KeySpec | undefined;
+  /** Default cost of one request (a positive integer, default 1); `check(ctx, { cost })` overrides it. */
+  readonly cost?: number | undefined;
+  /** What the number defends. Strongly recommended; `audit` flags limits without one. */
+  readonly reason?: string | undefined;
+  /** Decide and report (`shadow-rejected`), never enforce. Default false. */
+  readonly shadow?: boolean | undefined;
+  /** Name of the store (failure domain) in `createLimiter({ stores })`; default store if omitted. */
+  readonly store?: string | undefined;
+  /**
+   * By default a request rejected by any limit consumes nothing from any
+   * limit. `true`: this limit consumes whenever it itself admits, even if
+   * another limit rejects the request (counts attempts, not admissions).
+   */
+  readonly countRejected?: boolean | undefined;
+  /** HTTP status when this limit rejects. Default 503 for `key: 'global'`, else 429. */
+  readonly status?: 429 | 503 | undefined;
+  /** `closed` only: continuous store failure after which the limit rejects with 503. Default `'30s'`; 0 means at once. */
+  readonly failClosedAfter?: Duration | 0 | undefined;
+}
+
+/** A validated, normalised limit. */
+export interface CompiledLimit {
+  readonly name: string;
+  readonly purpose: Purpose;
+  readonly onError: OnError;
+  readonly algorithm: AlgorithmName;
+  readonly params: AlgorithmParams;
+  readonly keySpec: string;
+  readonly key: (ctx: RequestContext) => string | undefined;
+  readonly cost: number;
+  readonly reason: string | undefined;
+  readonly acknowledgeFailOpen: string | undefined;
+  readonly shadow: boolean;
+  readonly storeName: string | undefined;
+  readonly countRejected: boolean;
+  readonly status: 429 | 503;
+  readonly failClosedAfterMs: number;
+  /** Identifies this limit's state in a store: name and algorithm, so a changed algorithm never reads old state. */
+  readonly id: string;
+}
+
+/** Where a limit's verdict came from: the shared store, the process-local fallback, or nowhere (skipped or failed open). */
+export type Source = 'store' | 'local' | 'none';
+
+/** One limit's part in a decision. */
+export interface LimitResult {
+  readonly name: string;
+  readonly allowed: boolean;
+  /** Cost that still fits now. */
+  readonly remaining: number;
+  /** Ms until the full quota is back if nothing else arrives. */
+  readonly resetMs: number;
+  /** 0 if allowed; exact wait otherwise; `Infinity` if the cost can never fit. */
+  readonly retryAfterMs: number;
+  /** N. */
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly source: Source;
+  readonly shadow: boolean;
+  readonly purpose: Purpose;
+  /** Set when this limit was decided by its fail mode. */
+  readonly failMode?: OnError | undefined;
+}
+
+/** The overall verdict. */
+export type Outcome = 'allowed' | 'rejected' | 'shadow-rejected' | 'fail-open' | 'degraded' | 'fail-closed';
+
+/** The answer to `limiter.check()`. */
+export interface Decision {
+  readonly allowed: boolean;
+  /** 200 when allowed; 429 or 503 when rejected. */
+  readonly status: 200 | 429 | 503;
+  readonly outcome: Outcome;
+  /** Name of the deciding limit when rejected (the first, most specific, rejecting limit). */
+  readonly limit: string | undefined;
+  /** Earliest time (ms from now) at which the whole chain would admit the same request; 0 if allowed; `Infinity` if never. */
+  readonly retryAfterMs: number;
+  /** leaky-bucket queue mode: wait this long before proceeding. 0 otherwise. */
+  readonly delayMs: number;
+  /** One entry per limit, in chain order. */
+  readonly results: readonly LimitResult[];
+  /** Frees concurrency leases taken by this decision. Idempotent; a no-op when there are none. */
+  release(): Promise<void>;
+}
+
+/** Options of one check. */
+export interface CheckOptions {
+  /** Cost of this request, a positive integer. Default: each limit's `cost` (1). */
+  readonly cost?: number | undefined;
+}

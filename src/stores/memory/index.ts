@@ -1,0 +1,1 @@
+export { MemoryStore, memoryStore, type MemoryStoreOptions } from './memory-store.js';

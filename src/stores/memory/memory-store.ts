@@ -1,0 +1,218 @@
+import { algorithms } from '../../algorithms/registry.js';
+import type { Algorithm, AlgorithmParams } from '../../algorithms/types.js';
+import { releaseLease, type ConcurrencyState } from '../../algorithms/concurrency.js';
+import { runChain, runRefund, type StateAccess } from '../../core/chain.js';
+import { ConfigError } from '../../core/errors.js';
+import type { StoreOp, StoreOpResult, SyncStore } from '../../core/store.js';
+
+/** Options of `memoryStore()`. */
+export interface MemoryStoreOptions {
+  /**
+   * Most keys held with their own state, across all limits. Default
+   * 1,000,000 (roughly 100-200 MB, see docs/stores.md). When the store is full
+   * of live state, new keys share `overflowSlots` conservative counters
+   * instead of evicting anyone: a flood never resets an existing key.
+   */
+  readonly maxKeys?: number;
+  /** Shared counters per limit used once `maxKeys` is reached. Default 65,536. */
+  readonly overflowSlots?: number;
+  /** Entries examined for expiry per new key (amortised reclamation, no timer per key). Default 2. */
+  readonly sweepPerInsert?: number;
+}
+
+const OVERFLOW_PREFIX = '\u0000overflow:';
+const FULL_SWEEP = 4096;
+
+class Table {
+  readonly map = new Map<string, unknown>();
+  readonly algo: Algorithm<unknown>;
+  readonly params: AlgorithmParams;
+  overflowUsed = 0;
+  #cursor: MapIterator<[string, unknown]> | undefined;
+
+  constructor(algo: Algorithm<unknown>, params: AlgorithmParams) {
+    this.algo = algo;
+    this.params = params;
+  }
+
+  /** Examines up to `steps` entries and deletes the expired ones; returns how many own (non-overflow) entries were deleted. */
+  sweep(steps: number, now: number): number {
+    let removed = 0;
+    for (let i = 0; i < steps; i++) {
+      if (this.#cursor === undefined) this.#cursor = this.map.entries();
+      const next = this.#cursor.next();
+      if (next.done === true) {
+        this.#cursor = undefined;
+        if (i > 0 || this.map.size === 0) break;
+        continue;
+      }
+      const [key, state] = next.value;
+      if (this.algo.expiresAt(state, this.params) <= now) {
+        this.map.delete(key);
+        if (key.startsWith(OVERFLOW_PREFIX)) this.overflowUsed--;
+        else removed++;
+      }
+    }
+    return removed;
+  }
+}
+
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * The in-process store: runs the algorithms directly. Bounded: at most
+ * `maxKeys` keys with their own state plus `overflowSlots` shared counters
+ * per limit. Expired state is reclaimed by an amortised sweep on insert (no
+ * timer per key). A key flood cannot reset an existing key's counter: live
+ * entries are never evicted, and keys that arrive while the store is full are
+ * counted in shared slots, which can only over-count (reject early), never
+ * under-count.
+ *
+ * State is per process: k replicas each with a memory store enforce up to
+ * k*N. Use the Redis store for a fleet.
+ */
+export class MemoryStore implements SyncStore {
+  readonly kind = 'memory';
+  readonly maxKeys: number;
+  readonly overflowSlots: number;
+  readonly #sweepPerInsert: number;
+  readonly #tables = new Map<string, Table>();
+  #size = 0;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.maxKeys = positiveInt(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys');
+    this.overflowSlots = positiveInt(options.overflowSlots ?? 65_536, 'memoryStore.overflowSlots');
+    this.#sweepPerInsert = positiveInt(options.sweepPerInsert ?? 2, 'memoryStore.sweepPerInsert');
+  }
+
+  /** Keys currently held with their own state (not counting overflow slots). */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Overflow slots in use across all limits. */
+  get overflowSize(): number {
+    let n = 0;
+    for (const t of this.#tables.values()) n += t.overflowUsed;
+    return n;
+  }
+
+  evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    return Promise.resolve(this.evaluateSync(ops, now));
+  }
+
+  evaluateSync(ops: readonly StoreOp[], now: number): readonly StoreOpResult[] {
+    return runChain(ops, now, this.#access(ops, now));
+  }
+
+  refund(ops: readonly StoreOp[], now: number): Promise<void> {
+    runRefund(ops, now, this.#access(ops, now));
+    return Promise.resolve();
+  }
+
+  release(op: StoreOp, now: number): Promise<void> {
+    if (op.leaseId === undefined) return Promise.resolve();
+    const table = this.#table(op);
+    const key = table.map.has(op.key) ? op.key : this.#slotKey(op.key);
+    const state = table.map.get(key) as ConcurrencyState | undefined;
+    if (state !== undefined) this.#write(table, key, releaseLease(state, op.leaseId), now);
+    return Promise.resolve();
+  }
+
+  /** Forgets the state of `key` under `limitId` (a limit's `id`). */
+  reset(limitId: string, key: string): void {
+    const table = this.#tables.get(limitId);
+    if (table?.map.delete(key) === true) this.#size--;
+  }
+
+  #table(op: StoreOp): Table {
+    let t = this.#tables.get(op.limit.id);
+    if (t === undefined) {
+      t = new Table(algorithms[op.limit.algorithm], op.limit.params);
+      this.#tables.set(op.limit.id, t);
+    }
+    return t;
+  }
+
+  #slotKey(key: string): string {
+    return OVERFLOW_PREFIX + String(fnv1a(key) % this.overflowSlots);
+  }
+
+  /** Where the state of `key` lives: its own entry, or (store full) a shared overflow slot. */
+  #resolve(table: Table, key: string, now: number): string {
+    if (table.map.has(key) || this.#size < this.maxKeys) return key;
+    let removed = 0;
+    for (const t of this.#tables.values()) {
+      removed += t.sweep(FULL_SWEEP, now);
+      if (removed > 0) break;
+    }
+    this.#size -= removed;
+    return this.#size < this.maxKeys ? key : this.#slotKey(key);
+  }
+
+  #access(ops: readonly StoreOp[], now: number): StateAccess {
+    const n = ops.length;
+    const tables = new Array<Table>(n);
+    const keys = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const op = ops[i] as StoreOp;
+      const table = this.#table(op);
+      tables[i] = table;
+      keys[i] = this.#resolve(table, op.key, now);
+    }
+    return {
+      get: (i) => {
+        const table = tables[i] as Table;
+        const key = keys[i] as string;
+        const state = table.map.get(key);
+        // A key getting its own entry after the store overflowed starts from its slot's count.
+        if (state === undefined && table.overflowUsed > 0 && !key.startsWith(OVERFLOW_PREFIX)) {
+          return table.map.get(this.#slotKey(key));
+        }
+        return state;
+      },
+      set: (i, state) => {
+        this.#write(tables[i] as Table, keys[i] as string, state, now);
+      },
+    };
+  }
+
+  #write(table: Table, key: string, state: unknown, now: number): void {
+    const overflow = key.startsWith(OVERFLOW_PREFIX);
+    if (state === undefined) {
+      if (table.map.delete(key)) {
+        if (overflow) table.overflowUsed--;
+        else this.#size--;
+      }
+      return;
+    }
+    const had = table.map.has(key);
+    table.map.set(key, state);
+    if (had) return;
+    if (overflow) {
+      table.overflowUsed++;
+      return;
+    }
+    this.#size++;
+    this.#size -= table.sweep(this.#sweepPerInsert, now);
+  }
+}
+
+function positiveInt(value: number, option: string): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError('RC_INVALID_OPTION', option, `must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Creates an in-process store. See `MemoryStore`. */
+export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
+  return new MemoryStore(options);
+}
