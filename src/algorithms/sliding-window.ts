@@ -98,8 +98,11 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   },
   bound(p, t) {
     if (t <= 0) return 0;
-    // N per aligned window; an interval of t ms touches at most 1 + ceil((t-1)/W) of them.
-    return p.limit * (1 + ceilDiv(t - 1, p.windowMs));
+    // N per aligned window; an interval of t ms touches at most 1 + ceil((t-1)/W)
+    // of them, and across a boundary the previous window's weight keeps the
+    // pair strictly under 2N (so at most 2N - 1 in integers).
+    const crossings = ceilDiv(t - 1, p.windowMs);
+    return p.limit * (1 + crossings) - (crossings > 0 ? 1 : 0);
   },
   capacity(p) {
     return p.limit;
