@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Memory-bound tests measure the heap after a collection.
+    execArgv: ['--expose-gc'],
   },
 });

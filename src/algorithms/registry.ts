@@ -9,11 +9,11 @@ import type { Algorithm, AlgorithmName } from './types.js';
 
 /** Every built-in algorithm by name. */
 export const algorithms: Readonly<Record<AlgorithmName, Algorithm<unknown>>> = {
-  'fixed-window': fixedWindow as Algorithm<unknown>,
-  'sliding-log': slidingLog as Algorithm<unknown>,
-  'sliding-window': slidingWindow as Algorithm<unknown>,
-  'token-bucket': tokenBucket as Algorithm<unknown>,
-  'leaky-bucket': leakyBucket as Algorithm<unknown>,
-  gcra: gcra as Algorithm<unknown>,
-  concurrency: concurrency as Algorithm<unknown>,
+  'fixed-window': fixedWindow,
+  'sliding-log': slidingLog,
+  'sliding-window': slidingWindow,
+  'token-bucket': tokenBucket,
+  'leaky-bucket': leakyBucket,
+  gcra: gcra,
+  concurrency: concurrency,
 };

@@ -126,7 +126,7 @@ export function compileLimits(defs: readonly LimitDefinition[], storeNames: Read
     throw new ConfigError('RC_INVALID_OPTION', 'limits', 'must be a non-empty array of limit definitions');
   }
   const seen = new Set<string>();
-  return defs.map((def, i) => {
+  return defs.map((def: LimitDefinition, i) => {
     const compiled = compileLimit(def, `limits[${i}]`, storeNames);
     if (seen.has(compiled.name)) {
       throw new ConfigError('RC_DUPLICATE_NAME', `limits[${i}].name`, `duplicate limit name ${JSON.stringify(compiled.name)}; names must be unique`);

@@ -206,9 +206,10 @@ class ChainLimiter implements Limiter {
     if (!this.#failingSince.has(group.store)) this.#failingSince.set(group.store, now);
     const names: string[] = [];
     for (const i of group.indexes) {
-      if (ops[i] !== undefined) {
+      const op = ops[i];
+      if (op !== undefined) {
         failed[i] = true;
-        names.push((ops[i] as StoreOp).limit.name);
+        names.push(op.limit.name);
       }
     }
     if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.store.kind, error, limits: names });

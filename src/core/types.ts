@@ -78,7 +78,7 @@ export interface LimitDefinition {
   /** HTTP status when this limit rejects. Default 503 for `key: 'global'`, else 429. */
   readonly status?: 429 | 503 | undefined;
   /** `closed` only: continuous store failure after which the limit rejects with 503. Default `'30s'`; 0 means at once. */
-  readonly failClosedAfter?: Duration | 0 | undefined;
+  readonly failClosedAfter?: Duration | undefined;
 }
 
 /** A validated, normalised limit. */

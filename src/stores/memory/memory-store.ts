@@ -21,7 +21,8 @@ export interface MemoryStoreOptions {
 }
 
 const OVERFLOW_PREFIX = '\u0000overflow:';
-const FULL_SWEEP = 4096;
+/** Entries examined per table when a full store looks for expired state before overflowing a new key (the cursor persists, so every entry is reached in turn). */
+const FULL_SWEEP = 16;
 
 class Table {
   readonly map = new Map<string, unknown>();
