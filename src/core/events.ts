@@ -15,6 +15,12 @@ export const CHANNELS = {
   failClosed: 'ratecontract:fail-closed',
   /** A key extractor threw: `{ limit, error }`. The request is counted under a shared key. */
   keyError: 'ratecontract:key-error',
+  /** A store call missed its deadline: `{ store, deadlineMs, limits }`. Also reported on store-error. */
+  timeout: 'ratecontract:timeout',
+  /** A store's circuit breaker changed state: `{ store, kind, from, to, now }`. */
+  breaker: 'ratecontract:breaker',
+  /** The replica count used by degraded limits changed: `{ replicas, source }`. */
+  replicas: 'ratecontract:replicas',
 } as const;
 
 export const decisionChannel = channel(CHANNELS.decision);
@@ -22,3 +28,6 @@ export const storeErrorChannel = channel(CHANNELS.storeError);
 export const fallbackChannel = channel(CHANNELS.fallback);
 export const failClosedChannel = channel(CHANNELS.failClosed);
 export const keyErrorChannel = channel(CHANNELS.keyError);
+export const timeoutChannel = channel(CHANNELS.timeout);
+export const breakerChannel = channel(CHANNELS.breaker);
+export const replicasChannel = channel(CHANNELS.replicas);

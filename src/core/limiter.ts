@@ -3,7 +3,8 @@ import { MemoryStore } from '../stores/memory/memory-store.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
-import { decisionChannel, failClosedChannel, fallbackChannel, keyErrorChannel, storeErrorChannel } from './events.js';
+import { decisionChannel, failClosedChannel, fallbackChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { StoreGuard, StoreTimeoutError } from './guard.js';
 import { boundKey } from './keys.js';
 import { isSyncStore, type Store, type StoreOp, type StoreOpResult } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
@@ -18,8 +19,16 @@ export interface LimiterOptions {
   readonly stores?: Readonly<Record<string, Store>> | undefined;
   /** Time source in ms. Default: the system clock. */
   readonly clock?: Clock | undefined;
-  /** k, the replica count, for `degraded` limits (local limit ceil(N/k)). Default 1. */
-  readonly replicas?: number | undefined;
+  /**
+   * k, the replica count, for `degraded` limits (local limit ceil(N/k)).
+   * A number, or `'discover'`: each limiter keeps a heartbeat in the default
+   * store (which must implement `heartbeat`) and reads the live count; during
+   * an outage the last-known count is used (1 until the first heartbeat).
+   * Default 1.
+   */
+  readonly replicas?: number | 'discover' | undefined;
+  /** With `replicas: 'discover'`: heartbeat period in ms (an instance is counted for 3 periods). Default 5000. */
+  readonly heartbeatMs?: number | undefined;
   /** `closed` limits past their grace period answer 503 with this Retry-After. Default 1000 ms. */
   readonly failClosedRetryAfterMs?: number | undefined;
 }
@@ -29,15 +38,30 @@ export interface Limiter {
   readonly limits: readonly CompiledLimit[];
   /** Decides one request. Rejects only on programmer error (an invalid `cost`). */
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision>;
+  /** The replica count k that `degraded` limits currently divide by. */
+  readonly replicas: number;
+  /** Circuit breaker state per store name (`'(default)'` for the default store). */
+  breakerStates(): Record<string, 'closed' | 'open' | 'half-open'>;
+  /** Stops background work (the discovery heartbeat). The limiter keeps working with the last-known replica count. */
+  close(): void;
 }
 
 const KEY_ERROR = '\u0000key-error';
+
+/** A lease to free on `decision.release()`: through the store's guard (deadline, breaker), or on the local fallback store. */
+interface Lease {
+  readonly store: Store;
+  readonly guard: StoreGuard | undefined;
+  readonly op: StoreOp;
+  readonly now: number;
+}
 const NO_RESULTS: readonly StoreOpResult[] = [];
 
 interface Group {
   readonly store: Store;
   readonly name: string;
   readonly indexes: readonly number[];
+  readonly guard: StoreGuard;
 }
 
 class CheckDecision implements Decision {
@@ -48,7 +72,7 @@ class CheckDecision implements Decision {
   readonly retryAfterMs: number;
   readonly delayMs: number;
   readonly results: readonly LimitResult[];
-  #leases: Array<{ store: Store; op: StoreOp; now: number }> | undefined;
+  #leases: Lease[] | undefined;
 
   constructor(
     allowed: boolean,
@@ -58,7 +82,7 @@ class CheckDecision implements Decision {
     retryAfterMs: number,
     delayMs: number,
     results: readonly LimitResult[],
-    leases: Array<{ store: Store; op: StoreOp; now: number }> | undefined,
+    leases: Lease[] | undefined,
   ) {
     this.allowed = allowed;
     this.status = status;
@@ -75,9 +99,10 @@ class CheckDecision implements Decision {
     if (leases === undefined) return;
     this.#leases = undefined;
     await Promise.all(
-      leases.map(async ({ store, op, now }) => {
+      leases.map(async ({ store, guard, op, now }) => {
         try {
-          await store.release(op, now);
+          if (guard === undefined) await store.release(op, now);
+          else await guard.run(() => store.release(op, now), now);
         } catch (error) {
           // The lease expires on its own after the limit's window.
           if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: store.kind, error, limits: [op.limit.name] });
@@ -94,8 +119,8 @@ class ChainLimiter implements Limiter {
   readonly #single: Group | undefined;
   readonly #local = new MemoryStore({ maxKeys: 100_000 });
   readonly #localLimits = new Map<string, CompiledLimit>();
-  readonly #failingSince = new Map<Store, number>();
-  readonly #replicas: number;
+  #replicas: number;
+  #heartbeat: NodeJS.Timeout | undefined;
   readonly #failClosedRetryAfterMs: number;
   readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
   readonly #hasConcurrency: boolean;
@@ -107,28 +132,67 @@ class ChainLimiter implements Limiter {
     this.limits = compileLimits(options.limits, new Set(Object.keys(stores)));
     this.#clock = options.clock ?? systemClock;
     const replicas = options.replicas ?? 1;
-    if (!Number.isSafeInteger(replicas) || replicas < 1) throw new ConfigError('RC_INVALID_OPTION', 'replicas', `must be a positive integer, got ${String(replicas)}`);
-    this.#replicas = replicas;
+    if (replicas !== 'discover' && (!Number.isSafeInteger(replicas) || replicas < 1)) {
+      throw new ConfigError('RC_INVALID_OPTION', 'replicas', `must be a positive integer or 'discover', got ${String(replicas)}`);
+    }
+    this.#replicas = replicas === 'discover' ? 1 : replicas;
     const failClosedRetryAfterMs = options.failClosedRetryAfterMs ?? 1000;
     if (!Number.isSafeInteger(failClosedRetryAfterMs) || failClosedRetryAfterMs < 1) {
       throw new ConfigError('RC_INVALID_OPTION', 'failClosedRetryAfterMs', `must be a positive integer, got ${String(failClosedRetryAfterMs)}`);
     }
     this.#failClosedRetryAfterMs = failClosedRetryAfterMs;
     const defaultStore = options.store ?? new MemoryStore();
-    const groups = new Map<string, { store: Store; name: string; indexes: number[] }>();
+    const groups = new Map<string, { store: Store; name: string; indexes: number[]; guard: StoreGuard }>();
     this.limits.forEach((l, i) => {
       const name = l.storeName ?? '(default)';
       const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
       let g = groups.get(name);
       if (g === undefined) {
-        g = { store, name, indexes: [] };
+        g = { store, name, indexes: [], guard: new StoreGuard(store, name) };
         groups.set(name, g);
       }
       g.indexes.push(i);
     });
+    if (replicas === 'discover') this.#startDiscovery(defaultStore, options.heartbeatMs ?? 5000);
     this.#groups = [...groups.values()];
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
     this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
+  }
+
+  get replicas(): number {
+    return this.#replicas;
+  }
+
+  breakerStates(): Record<string, 'closed' | 'open' | 'half-open'> {
+    return Object.fromEntries(this.#groups.map((g) => [g.name, g.guard.state]));
+  }
+
+  close(): void {
+    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  #startDiscovery(store: Store, periodMs: number): void {
+    if (typeof store.heartbeat !== 'function') {
+      throw new ConfigError('RC_INVALID_OPTION', 'replicas', `'discover' needs a default store with heartbeat(); ${store.kind} has none: pass a number`);
+    }
+    if (!Number.isSafeInteger(periodMs) || periodMs < 10) throw new ConfigError('RC_INVALID_OPTION', 'heartbeatMs', `must be an integer >= 10, got ${String(periodMs)}`);
+    const id = randomBytes(9).toString('base64url');
+    const beat = async (): Promise<void> => {
+      try {
+        const count = await (store.heartbeat as NonNullable<Store['heartbeat']>).call(store, id, periodMs * 3, this.#clock.now());
+        if (Number.isSafeInteger(count) && count >= 1 && count !== this.#replicas) {
+          this.#replicas = count;
+          if (replicasChannel.hasSubscribers) replicasChannel.publish({ replicas: count, source: 'heartbeat' });
+        }
+      } catch (error) {
+        // Keep the last-known count during an outage.
+        if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: store.kind, error, limits: [] });
+      }
+    };
+    void beat();
+    this.#heartbeat = setInterval(() => void beat(), periodMs);
+    this.#heartbeat.unref();
   }
 
   async check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
@@ -164,8 +228,9 @@ class ChainLimiter implements Limiter {
       const groupOps = this.#present(single, ops);
       try {
         this.#fill(single, ops, groupOps.length === 0 ? NO_RESULTS : single.store.evaluateSync(groupOps, now), results);
-        this.#failingSince.delete(single.store);
+        single.guard.record(true, now);
       } catch (error) {
+        single.guard.record(false, now);
         this.#markFailed(single, ops, error, now, failed);
       }
     } else {
@@ -194,16 +259,14 @@ class ChainLimiter implements Limiter {
     const groupOps = this.#present(group, ops);
     if (groupOps.length === 0) return;
     try {
-      const res = await group.store.evaluate(groupOps, now);
+      const res = await group.guard.run(() => group.store.evaluate(groupOps, now), now);
       this.#fill(group, ops, res, results);
-      this.#failingSince.delete(group.store);
     } catch (error) {
       this.#markFailed(group, ops, error, now, failed);
     }
   }
 
-  #markFailed(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, now: number, failed: boolean[]): void {
-    if (!this.#failingSince.has(group.store)) this.#failingSince.set(group.store, now);
+  #markFailed(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, _now: number, failed: boolean[]): void {
     const names: string[] = [];
     for (const i of group.indexes) {
       const op = ops[i];
@@ -212,7 +275,10 @@ class ChainLimiter implements Limiter {
         names.push(op.limit.name);
       }
     }
-    if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.store.kind, error, limits: names });
+    if (error instanceof StoreTimeoutError && timeoutChannel.hasSubscribers) {
+      timeoutChannel.publish({ store: group.name, deadlineMs: error.deadlineMs, limits: names });
+    }
+    if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.name, kind: group.store.kind, error, limits: names });
   }
 
   /** The process-local stand-in for `limit` while its store is failing. */
@@ -273,7 +339,7 @@ class ChainLimiter implements Limiter {
     let retryAfterMs = 0;
     let delayMs = 0;
     let shadowRejected = false;
-    let leases: Array<{ store: Store; op: StoreOp; now: number }> | undefined;
+    let leases: Lease[] | undefined;
     const out = new Array<LimitResult>(n);
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
@@ -305,7 +371,12 @@ class ChainLimiter implements Limiter {
       if (r.consumed && limit.algorithm === 'concurrency' && this.#hasConcurrency) {
         const op = ops[i] as StoreOp;
         leases ??= [];
-        leases.push(local[i] === true ? { store: this.#local, op: { ...op, limit: this.#localLimit(limit) }, now } : { store: this.#storeOf(limit), op, now });
+        if (local[i] === true) {
+          leases.push({ store: this.#local, guard: undefined, op: { ...op, limit: this.#localLimit(limit) }, now });
+        } else {
+          const group = this.#groupOf(limit);
+          leases.push({ store: group.store, guard: group.guard, op, now });
+        }
       }
     }
     if (!allowed && this.#groups.length > 1) await this.#compensate(ops, results, local, now);
@@ -334,13 +405,13 @@ class ChainLimiter implements Limiter {
 
   #failingSinceFor(storeName: string | undefined): number | undefined {
     for (const g of this.#groups) {
-      if (g.name === (storeName ?? '(default)')) return this.#failingSince.get(g.store);
+      if (g.name === (storeName ?? '(default)')) return g.guard.failingSince;
     }
     return undefined;
   }
 
-  #storeOf(limit: CompiledLimit): Store {
-    for (const g of this.#groups) if (g.name === (limit.storeName ?? '(default)')) return g.store;
+  #groupOf(limit: CompiledLimit): Group {
+    for (const g of this.#groups) if (g.name === (limit.storeName ?? '(default)')) return g;
     throw new Error('unreachable: every limit belongs to a group');
   }
 
@@ -360,7 +431,7 @@ class ChainLimiter implements Limiter {
         if (giveLocal.length > 0) await this.#local.refund(giveLocal, now);
         if (give.length === 0) return;
         try {
-          await g.store.refund(give, now);
+          await g.guard.run(() => g.store.refund(give, now), now);
         } catch (error) {
           if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: g.store.kind, error, limits: give.map((o) => o.limit.name) });
         }

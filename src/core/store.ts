@@ -1,3 +1,4 @@
+import type { BreakerOptions } from './guard.js';
 import type { CompiledLimit } from './types.js';
 
 /** One limit's part of a chain, as a store sees it. */
@@ -41,6 +42,16 @@ export interface Store {
   refund(ops: readonly StoreOp[], now: number): Promise<void>;
   /** Frees a concurrency lease. */
   release(op: StoreOp, now: number): Promise<void>;
+  /** Deadline of one call in ms, enforced by the limiter for asynchronous stores. Default 8. */
+  readonly deadlineMs?: number | undefined;
+  /** Circuit breaker settings for this store (failure domain). */
+  readonly breaker?: BreakerOptions | undefined;
+  /**
+   * Replica discovery: records that limiter `instanceId` is alive for
+   * `ttlMs` and resolves with the number of live instances. Optional; needed
+   * for `createLimiter({ replicas: 'discover' })`.
+   */
+  heartbeat?(instanceId: string, ttlMs: number, now: number): Promise<number>;
 }
 
 /** A store that can also decide synchronously (in-process stores). The limiter uses it to skip a promise per check. */

@@ -85,6 +85,7 @@ export class MemoryStore implements SyncStore {
   readonly overflowSlots: number;
   readonly #sweepPerInsert: number;
   readonly #tables = new Map<string, Table>();
+  readonly #instances = new Map<string, number>();
   #size = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -125,6 +126,13 @@ export class MemoryStore implements SyncStore {
     const state = table.map.get(key) as ConcurrencyState | undefined;
     if (state !== undefined) this.#write(table, key, releaseLease(state, op.leaseId), now);
     return Promise.resolve();
+  }
+
+  /** Replica discovery among limiters sharing this store (in one process, mostly useful in tests). */
+  heartbeat(instanceId: string, ttlMs: number, now: number): Promise<number> {
+    this.#instances.set(instanceId, now + ttlMs);
+    for (const [id, exp] of this.#instances) if (exp <= now) this.#instances.delete(id);
+    return Promise.resolve(this.#instances.size);
   }
 
   /** Forgets the state of `key` under `limitId` (a limit's `id`). */

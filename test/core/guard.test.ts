@@ -1,0 +1,179 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CHANNELS, createLimiter, ManualClock, memoryStore, type Store, type StoreOp, type StoreOpResult } from '../../src/index.js';
+
+const T0 = 1_700_000_000_000;
+
+/** A store in front of a real memory store that can be switched to hang (never answer) or fail. Counts calls. */
+class SwitchableStore implements Store {
+  readonly kind = 'switchable';
+  readonly inner = memoryStore();
+  mode: 'ok' | 'hang' | 'fail' = 'ok';
+  calls = 0;
+  readonly deadlineMs: number;
+  readonly breaker = { failureThreshold: 3, cooldownMs: 1000 };
+  constructor(deadlineMs = 20) {
+    this.deadlineMs = deadlineMs;
+  }
+  evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    this.calls++;
+    if (this.mode === 'hang') return new Promise(() => undefined);
+    if (this.mode === 'fail') return Promise.reject(new Error('READONLY You can\'t write against a read only replica.'));
+    return this.inner.evaluate(ops, now);
+  }
+  refund(ops: readonly StoreOp[], now: number): Promise<void> {
+    return this.inner.refund(ops, now);
+  }
+  release(op: StoreOp, now: number): Promise<void> {
+    if (this.mode === 'hang') return new Promise(() => undefined);
+    return this.inner.release(op, now);
+  }
+}
+
+const subscriptions: Array<[string, (m: unknown) => void]> = [];
+function listen(name: string): unknown[] {
+  const seen: unknown[] = [];
+  const fn = (m: unknown): void => void seen.push(m);
+  subscribe(name, fn);
+  subscriptions.push([name, fn]);
+  return seen;
+}
+afterEach(() => {
+  for (const [name, fn] of subscriptions.splice(0)) unsubscribe(name, fn);
+});
+
+describe('store deadline and circuit breaker', () => {
+  it('a hung store is cut off by the deadline, then skipped while the breaker is open, then probed and trusted again', async () => {
+    const clock = new ManualClock(T0);
+    const store = new SwitchableStore(20);
+    const limiter = createLimiter({
+      clock,
+      store,
+      limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
+    });
+    const timeouts = listen(CHANNELS.timeout);
+    const transitions = listen(CHANNELS.breaker);
+    expect((await limiter.check({})).outcome).toBe('allowed');
+
+    store.mode = 'hang';
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      const d = await limiter.check({});
+      const took = performance.now() - started;
+      expect([d.allowed, d.outcome, d.results[0]?.source]).toEqual([true, 'degraded', 'local']);
+      // The deadline is 20 ms; the margin covers a loaded 2-core machine.
+      expect(took).toBeLessThan(20 + 200);
+    }
+    expect(timeouts).toHaveLength(3);
+    expect(limiter.breakerStates()).toEqual({ '(default)': 'open' });
+    const callsWhenOpened = store.calls;
+
+    // Open: the store is not called at all, so a dead store costs no latency.
+    for (let i = 0; i < 50; i++) expect((await limiter.check({})).outcome).toBe('degraded');
+    expect(store.calls).toBe(callsWhenOpened);
+
+    // After the cool-down one probe goes through; the store is healthy again.
+    store.mode = 'ok';
+    clock.advance(1000);
+    expect((await limiter.check({})).outcome).toBe('allowed');
+    expect(limiter.breakerStates()).toEqual({ '(default)': 'closed' });
+    expect(transitions.map((t) => (t as { to: string }).to)).toEqual(['open', 'half-open', 'closed']);
+  });
+
+  it('a failed probe reopens the breaker for another cool-down', async () => {
+    const clock = new ManualClock(T0);
+    const store = new SwitchableStore();
+    store.mode = 'fail';
+    const limiter = createLimiter({
+      clock,
+      store,
+      limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
+    });
+    for (let i = 0; i < 3; i++) await limiter.check({});
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+    clock.advance(1000);
+    await limiter.check({});
+    expect(store.calls).toBe(4);
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+    await limiter.check({});
+    expect(store.calls).toBe(4);
+  });
+
+  it('releasing a lease on a hung store resolves within the deadline', async () => {
+    const clock = new ManualClock(T0);
+    const store = new SwitchableStore(20);
+    const limiter = createLimiter({
+      clock,
+      store,
+      limits: [{ name: 'inflight', purpose: 'shedding', algorithm: 'concurrency', limit: 5, window: '30s', key: 'global' }],
+    });
+    const d = await limiter.check({});
+    expect(d.results[0]?.source).toBe('store');
+    store.mode = 'hang';
+    const started = performance.now();
+    await d.release();
+    expect(performance.now() - started).toBeLessThan(20 + 200);
+  });
+
+  it('closed limits reject with 503 once the store has failed continuously for failClosedAfter', async () => {
+    const clock = new ManualClock(T0);
+    const store = new SwitchableStore();
+    store.mode = 'fail';
+    const failClosed = listen(CHANNELS.failClosed);
+    const limiter = createLimiter({
+      clock,
+      store,
+      failClosedRetryAfterMs: 2000,
+      limits: [{ name: 'login', purpose: 'abuse', algorithm: 'fixed-window', limit: 5, window: '15m', key: 'principal', failClosedAfter: '5s' }],
+    });
+    expect((await limiter.check({ principal: 'u' })).outcome).toBe('degraded');
+    clock.advance(4999);
+    expect((await limiter.check({ principal: 'u' })).outcome).toBe('degraded');
+    clock.advance(1);
+    const d = await limiter.check({ principal: 'u' });
+    expect([d.allowed, d.status, d.outcome, d.retryAfterMs]).toEqual([false, 503, 'fail-closed', 2000]);
+    expect(failClosed).toHaveLength(1);
+    // Recovery: the next successful store call ends the failure run.
+    store.mode = 'ok';
+    clock.advance(1000);
+    expect((await limiter.check({ principal: 'u' })).outcome).toBe('allowed');
+  });
+
+  it('failClosedAfter 0 is hard-closed at once', async () => {
+    const store = new SwitchableStore();
+    store.mode = 'fail';
+    const limiter = createLimiter({
+      clock: new ManualClock(T0),
+      store,
+      limits: [{ name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: 5, window: '15m', key: 'principal', failClosedAfter: 0 }],
+    });
+    expect((await limiter.check({ principal: 'u' })).outcome).toBe('fail-closed');
+  });
+});
+
+describe('replica discovery', () => {
+  it('limiters sharing a store discover each other and degraded limits divide by the live count', async () => {
+    const store = memoryStore();
+    const limits = [{ name: 'shed', purpose: 'shedding' as const, algorithm: 'fixed-window' as const, limit: 10, window: '1h' as const, key: 'global' as const }];
+    const seen = listen(CHANNELS.replicas);
+    const a = createLimiter({ store, limits, replicas: 'discover', heartbeatMs: 20 });
+    const b = createLimiter({ store, limits, replicas: 'discover', heartbeatMs: 20 });
+    const deadline = Date.now() + 5000;
+    while ((a.replicas !== 2 || b.replicas !== 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect([a.replicas, b.replicas]).toEqual([2, 2]);
+    expect(seen.length).toBeGreaterThan(0);
+    a.close();
+    b.close();
+  });
+
+  it("'discover' needs a store that can heartbeat", () => {
+    const noHeartbeat = new SwitchableStore();
+    expect(() =>
+      createLimiter({
+        store: noHeartbeat,
+        replicas: 'discover',
+        limits: [{ name: 'shed', purpose: 'shedding', limit: 1, window: '1s', key: 'global' }],
+      }),
+    ).toThrow(/replicas: 'discover' needs a default store with heartbeat/);
+  });
+});
