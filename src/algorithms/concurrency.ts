@@ -80,6 +80,9 @@ export const concurrency: Algorithm<ConcurrencyState> = {
   bound(p) {
     return p.limit;
   },
+  overwrite() {
+    return false;
+  },
   capacity(p) {
     return p.limit;
   },

@@ -57,6 +57,12 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     // t integer timestamps cross at most ceil((t-1)/W) window boundaries.
     return p.limit * (1 + ceilDiv(t - 1, p.windowMs));
   },
+  overwrite(into, from) {
+    const target = into as { w: number; c: number };
+    target.w = from.w;
+    target.c = from.c;
+    return true;
+  },
   capacity(p) {
     return p.limit;
   },

@@ -62,6 +62,12 @@ export const gcra: Algorithm<GcraState> = {
     if (t <= 0) return 0;
     return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
   },
+  overwrite(into, from) {
+    const target = into as { t: number; f: number };
+    target.t = from.t;
+    target.f = from.f;
+    return true;
+  },
   capacity(p) {
     return p.burst;
   },

@@ -60,6 +60,12 @@ export const leakyBucket: Algorithm<LeakyBucketState> = {
     if (t <= 0) return 0;
     return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
   },
+  overwrite(into, from) {
+    const target = into as { l: number; t: number };
+    target.l = from.l;
+    target.t = from.t;
+    return true;
+  },
   capacity(p) {
     return p.burst;
   },

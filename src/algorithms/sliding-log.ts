@@ -89,6 +89,9 @@ export const slidingLog: Algorithm<SlidingLogState> = {
     if (t <= 0) return 0;
     return p.limit * ceilDiv(t, p.windowMs);
   },
+  overwrite() {
+    return false;
+  },
   capacity(p) {
     return p.limit;
   },

@@ -104,6 +104,13 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
     const crossings = ceilDiv(t - 1, p.windowMs);
     return p.limit * (1 + crossings) - (crossings > 0 ? 1 : 0);
   },
+  overwrite(into, from) {
+    const target = into as { w: number; c: number; p: number };
+    target.w = from.w;
+    target.c = from.c;
+    target.p = from.p;
+    return true;
+  },
   capacity(p) {
     return p.limit;
   },

@@ -62,6 +62,12 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     // Timestamps a..a+t-1 span t-1 ms of refill after the first.
     return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
   },
+  overwrite(into, from) {
+    const target = into as { u: number; t: number };
+    target.u = from.u;
+    target.t = from.t;
+    return true;
+  },
   capacity(p) {
     return p.burst;
   },

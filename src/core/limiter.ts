@@ -6,7 +6,8 @@ import { ConfigError, UsageError } from './errors.js';
 import { decisionChannel, failClosedChannel, fallbackChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { StoreGuard, StoreTimeoutError } from './guard.js';
 import { boundKey } from './keys.js';
-import { isSyncStore, type Store, type StoreOp, type StoreOpResult } from './store.js';
+import { CheckDecision, type Lease } from './decision.js';
+import { isSyncStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
 /** Options of `createLimiter`. */
@@ -48,68 +49,12 @@ export interface Limiter {
 
 const KEY_ERROR = '\u0000key-error';
 
-/** A lease to free on `decision.release()`: through the store's guard (deadline, breaker), or on the local fallback store. */
-interface Lease {
-  readonly store: Store;
-  readonly guard: StoreGuard | undefined;
-  readonly op: StoreOp;
-  readonly now: number;
-}
-const NO_RESULTS: readonly StoreOpResult[] = [];
-
 interface Group {
   readonly store: Store;
   readonly name: string;
   readonly indexes: readonly number[];
   readonly guard: StoreGuard;
-}
-
-class CheckDecision implements Decision {
-  readonly allowed: boolean;
-  readonly status: 200 | 429 | 503;
-  readonly outcome: Outcome;
-  readonly limit: string | undefined;
-  readonly retryAfterMs: number;
-  readonly delayMs: number;
-  readonly results: readonly LimitResult[];
-  #leases: Lease[] | undefined;
-
-  constructor(
-    allowed: boolean,
-    status: 200 | 429 | 503,
-    outcome: Outcome,
-    limit: string | undefined,
-    retryAfterMs: number,
-    delayMs: number,
-    results: readonly LimitResult[],
-    leases: Lease[] | undefined,
-  ) {
-    this.allowed = allowed;
-    this.status = status;
-    this.outcome = outcome;
-    this.limit = limit;
-    this.retryAfterMs = retryAfterMs;
-    this.delayMs = delayMs;
-    this.results = results;
-    this.#leases = leases;
-  }
-
-  async release(): Promise<void> {
-    const leases = this.#leases;
-    if (leases === undefined) return;
-    this.#leases = undefined;
-    await Promise.all(
-      leases.map(async ({ store, guard, op, now }) => {
-        try {
-          if (guard === undefined) await store.release(op, now);
-          else await guard.run(() => store.release(op, now), now);
-        } catch (error) {
-          // The lease expires on its own after the limit's window.
-          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: store.kind, error, limits: [op.limit.name] });
-        }
-      }),
-    );
-  }
+  readonly sync: boolean;
 }
 
 class ChainLimiter implements Limiter {
@@ -142,13 +87,13 @@ class ChainLimiter implements Limiter {
     }
     this.#failClosedRetryAfterMs = failClosedRetryAfterMs;
     const defaultStore = options.store ?? new MemoryStore();
-    const groups = new Map<string, { store: Store; name: string; indexes: number[]; guard: StoreGuard }>();
+    const groups = new Map<string, { store: Store; name: string; indexes: number[]; guard: StoreGuard; sync: boolean }>();
     this.limits.forEach((l, i) => {
       const name = l.storeName ?? '(default)';
       const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
       let g = groups.get(name);
       if (g === undefined) {
-        g = { store, name, indexes: [], guard: new StoreGuard(store, name) };
+        g = { store, name, indexes: [], guard: new StoreGuard(store, name), sync: isSyncStore(store) };
         groups.set(name, g);
       }
       g.indexes.push(i);
@@ -195,48 +140,78 @@ class ChainLimiter implements Limiter {
     this.#heartbeat.unref();
   }
 
-  async check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
-    const costOverride = options?.cost;
-    if (costOverride !== undefined && (!Number.isSafeInteger(costOverride) || costOverride < 1)) {
-      throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(costOverride)}`);
-    }
-    const now = this.#clock.now();
-    const limits = this.limits;
-    const n = limits.length;
-    const ops: Array<StoreOp | undefined> = new Array<StoreOp | undefined>(n);
-    for (let i = 0; i < n; i++) {
-      const limit = limits[i] as CompiledLimit;
-      let raw: string | undefined;
-      try {
-        raw = limit.key(ctx);
-      } catch (error) {
-        raw = KEY_ERROR;
-        if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
+  check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
+    let ops: Array<StoreOp | undefined>;
+    let now: number;
+    let complete: boolean;
+    try {
+      const costOverride = options?.cost;
+      if (costOverride !== undefined && (!Number.isSafeInteger(costOverride) || costOverride < 1)) {
+        throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(costOverride)}`);
       }
-      if (raw === undefined) continue;
-      ops[i] = {
-        limit,
-        key: boundKey(raw),
-        cost: costOverride ?? limit.cost,
-        leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
-      };
+      now = this.#clock.now();
+      const limits = this.limits;
+      const n = limits.length;
+      ops = new Array<StoreOp | undefined>(n);
+      complete = true;
+      for (let i = 0; i < n; i++) {
+        const limit = limits[i] as CompiledLimit;
+        let raw: string | undefined;
+        try {
+          raw = limit.key(ctx);
+        } catch (error) {
+          raw = KEY_ERROR;
+          if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
+        }
+        if (raw === undefined) {
+          complete = false;
+          continue;
+        }
+        ops[i] = {
+          limit,
+          key: boundKey(raw),
+          cost: costOverride ?? limit.cost,
+          leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
+        };
+      }
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    const results = new Array<StoreOpResult | undefined>(n);
-    const failed = new Array<boolean>(n).fill(false);
     const single = this.#single;
-    if (single !== undefined && isSyncStore(single.store)) {
-      const groupOps = this.#present(single, ops);
+    if (single?.sync === true) {
+      // In-process store: no promise per store call, one resolved promise per check.
+      const n = ops.length;
+      let results: Array<StoreOpResult | undefined>;
+      let failed: boolean[] | undefined;
+      const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
       try {
-        this.#fill(single, ops, groupOps.length === 0 ? NO_RESULTS : single.store.evaluateSync(groupOps, now), results);
+        const res = groupOps.length === 0 ? [] : (single.store as SyncStore).evaluateSync(groupOps, now);
         single.guard.record(true, now);
+        if (complete) {
+          results = res as StoreOpResult[];
+        } else {
+          results = new Array<StoreOpResult | undefined>(n);
+          this.#fill(single, ops, res, results);
+        }
       } catch (error) {
         single.guard.record(false, now);
-        this.#markFailed(single, ops, error, now, failed);
+        results = new Array<StoreOpResult | undefined>(n);
+        failed = new Array<boolean>(n).fill(false);
+        this.#markFailed(single, ops, error, failed);
       }
-    } else {
-      await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+      return Promise.resolve(this.#decide(ops, results, failed, now));
     }
-    return this.#decide(ops, results, failed, now);
+    return this.#checkAsync(ops, now);
+  }
+
+  async #checkAsync(ops: Array<StoreOp | undefined>, now: number): Promise<Decision> {
+    const n = ops.length;
+    const results = new Array<StoreOpResult | undefined>(n);
+    const failed = new Array<boolean>(n).fill(false);
+    await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now);
+    if (!decision.allowed && this.#groups.length > 1) await this.#compensate(ops, results, decision.results, now);
+    return decision;
   }
 
   #present(group: Group, ops: ReadonlyArray<StoreOp | undefined>): StoreOp[] {
@@ -262,11 +237,11 @@ class ChainLimiter implements Limiter {
       const res = await group.guard.run(() => group.store.evaluate(groupOps, now), now);
       this.#fill(group, ops, res, results);
     } catch (error) {
-      this.#markFailed(group, ops, error, now, failed);
+      this.#markFailed(group, ops, error, failed);
     }
   }
 
-  #markFailed(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, _now: number, failed: boolean[]): void {
+  #markFailed(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, failed: boolean[]): void {
     const names: string[] = [];
     for (const i of group.indexes) {
       const op = ops[i];
@@ -294,32 +269,36 @@ class ChainLimiter implements Limiter {
     return local;
   }
 
-  async #decide(ops: ReadonlyArray<StoreOp | undefined>, results: Array<StoreOpResult | undefined>, failed: readonly boolean[], now: number): Promise<Decision> {
-    const limits = this.limits;
-    const n = limits.length;
+  /** Applies each failed limit's onError; returns which limits were decided locally and by which fail mode. */
+  #applyFailModes(
+    ops: ReadonlyArray<StoreOp | undefined>,
+    results: Array<StoreOpResult | undefined>,
+    failed: readonly boolean[],
+    now: number,
+  ): { failModes: Array<OnError | undefined>; local: boolean[]; failClosed: boolean } {
+    const n = ops.length;
     const failModes = new Array<OnError | undefined>(n);
     const local = new Array<boolean>(n).fill(false);
     let failClosed = false;
-    // Fail modes: each failed limit follows its own onError.
     const localOps: StoreOp[] = [];
     const localIdx: number[] = [];
     for (let i = 0; i < n; i++) {
-      if (!failed[i]) continue;
+      if (failed[i] !== true) continue;
       const op = ops[i] as StoreOp;
       const limit = op.limit;
       failModes[i] = limit.onError;
-      if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limit: limit.name, onError: limit.onError });
+      if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limit: limit.name, onError: limit.onError, store: limit.storeName ?? '(default)' });
       if (limit.onError === 'open') {
         results[i] = undefined;
         continue;
       }
       if (limit.onError === 'closed') {
-        const storeName = limit.storeName;
-        const since = this.#failingSinceFor(storeName);
+        const since = this.#groupOf(limit).guard.failingSince;
         if (since !== undefined && now - since >= limit.failClosedAfterMs) {
-          results[i] = { allowed: false, consumed: false, remaining: 0, resetMs: this.#failClosedRetryAfterMs, retryAfterMs: this.#failClosedRetryAfterMs, delayMs: 0 };
-          failClosed = !limit.shadow || failClosed;
-          if (failClosedChannel.hasSubscribers) failClosedChannel.publish({ limit: limit.name, store: storeName ?? '(default)' });
+          const wait = this.#failClosedRetryAfterMs;
+          results[i] = { allowed: false, consumed: false, remaining: 0, resetMs: wait, retryAfterMs: wait, delayMs: 0 };
+          if (!limit.shadow) failClosed = true;
+          if (failClosedChannel.hasSubscribers) failClosedChannel.publish({ limit: limit.name, store: limit.storeName ?? '(default)' });
           continue;
         }
       }
@@ -333,7 +312,16 @@ class ChainLimiter implements Limiter {
         local[i] = true;
       });
     }
+    return { failModes, local, failClosed };
+  }
 
+  #decide(ops: ReadonlyArray<StoreOp | undefined>, results: Array<StoreOpResult | undefined>, failed: readonly boolean[] | undefined, now: number): Decision {
+    const limits = this.limits;
+    const n = limits.length;
+    let failModes: ReadonlyArray<OnError | undefined> | undefined;
+    let local: readonly boolean[] | undefined;
+    let failClosed = false;
+    if (failed !== undefined) ({ failModes, local, failClosed } = this.#applyFailModes(ops, results, failed, now));
     let allowed = true;
     let deciding: CompiledLimit | undefined;
     let retryAfterMs = 0;
@@ -348,14 +336,14 @@ class ChainLimiter implements Limiter {
       if (r === undefined) {
         out[i] = {
           name: limit.name, allowed: true, remaining: p.limit, resetMs: 0, retryAfterMs: 0, limit: p.limit, windowMs: p.windowMs,
-          source: 'none', shadow: limit.shadow, purpose: limit.purpose, failMode: failModes[i],
+          source: 'none', shadow: limit.shadow, purpose: limit.purpose, failMode: failModes?.[i],
         };
         continue;
       }
       out[i] = {
         name: limit.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, limit: p.limit,
-        windowMs: p.windowMs, source: local[i] === true ? 'local' : failModes[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
-        purpose: limit.purpose, failMode: failModes[i],
+        windowMs: p.windowMs, source: local?.[i] === true ? 'local' : failModes?.[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
+        purpose: limit.purpose, failMode: failModes?.[i],
       };
       if (!r.allowed) {
         if (limit.shadow) {
@@ -371,7 +359,7 @@ class ChainLimiter implements Limiter {
       if (r.consumed && limit.algorithm === 'concurrency' && this.#hasConcurrency) {
         const op = ops[i] as StoreOp;
         leases ??= [];
-        if (local[i] === true) {
+        if (local?.[i] === true) {
           leases.push({ store: this.#local, guard: undefined, op: { ...op, limit: this.#localLimit(limit) }, now });
         } else {
           const group = this.#groupOf(limit);
@@ -379,21 +367,17 @@ class ChainLimiter implements Limiter {
         }
       }
     }
-    if (!allowed && this.#groups.length > 1) await this.#compensate(ops, results, local, now);
-    if (!allowed) {
-      delayMs = 0;
-      // Leases taken by limits that count rejected attempts are still held; others were never taken.
-    }
+    if (!allowed) delayMs = 0;
     let outcome: Outcome;
     let status: 200 | 429 | 503 = 200;
     if (!allowed) {
       const decidingIndex = limits.indexOf(deciding as CompiledLimit);
-      const decidedFailClosed = failClosed && failModes[decidingIndex] === 'closed' && !local[decidingIndex];
+      const decidedFailClosed = failClosed && failModes?.[decidingIndex] === 'closed' && local?.[decidingIndex] !== true;
       outcome = decidedFailClosed ? 'fail-closed' : 'rejected';
       status = decidedFailClosed ? 503 : (deciding as CompiledLimit).status;
-    } else if (failModes.includes('open')) {
+    } else if (failModes?.includes('open') === true) {
       outcome = 'fail-open';
-    } else if (local.includes(true)) {
+    } else if (local?.includes(true) === true) {
       outcome = 'degraded';
     } else {
       outcome = shadowRejected ? 'shadow-rejected' : 'allowed';
@@ -403,20 +387,18 @@ class ChainLimiter implements Limiter {
     return decision;
   }
 
-  #failingSinceFor(storeName: string | undefined): number | undefined {
-    for (const g of this.#groups) {
-      if (g.name === (storeName ?? '(default)')) return g.guard.failingSince;
-    }
-    return undefined;
-  }
-
   #groupOf(limit: CompiledLimit): Group {
     for (const g of this.#groups) if (g.name === (limit.storeName ?? '(default)')) return g;
     throw new Error('unreachable: every limit belongs to a group');
   }
 
   /** Another store rejected: give back what the admitting stores consumed (unless the limit counts rejected attempts). */
-  async #compensate(ops: ReadonlyArray<StoreOp | undefined>, results: ReadonlyArray<StoreOpResult | undefined>, local: readonly boolean[], now: number): Promise<void> {
+  async #compensate(
+    ops: ReadonlyArray<StoreOp | undefined>,
+    results: ReadonlyArray<StoreOpResult | undefined>,
+    reported: readonly LimitResult[],
+    now: number,
+  ): Promise<void> {
     await Promise.all(
       this.#groups.map(async (g) => {
         const give: StoreOp[] = [];
@@ -425,7 +407,7 @@ class ChainLimiter implements Limiter {
           const op = ops[i];
           const r = results[i];
           if (op === undefined || r?.consumed !== true || op.limit.countRejected) continue;
-          if (local[i] === true) giveLocal.push({ ...op, limit: this.#localLimit(op.limit) });
+          if (reported[i]?.source === 'local') giveLocal.push({ ...op, limit: this.#localLimit(op.limit) });
           else give.push(op);
         }
         if (giveLocal.length > 0) await this.#local.refund(giveLocal, now);

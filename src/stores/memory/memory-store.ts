@@ -111,7 +111,30 @@ export class MemoryStore implements SyncStore {
   }
 
   evaluateSync(ops: readonly StoreOp[], now: number): readonly StoreOpResult[] {
+    if (ops.length === 1) return [this.#single(ops[0] as StoreOp, now)];
     return runChain(ops, now, this.#access(ops, now));
+  }
+
+  /** runChain for a chain of one op (the common case): one map lookup, state updated in place. */
+  #single(op: StoreOp, now: number): StoreOpResult {
+    const table = this.#table(op);
+    let key = op.key;
+    let state = table.map.get(key);
+    const own = state !== undefined;
+    if (!own) {
+      key = this.#resolve(table, key, now, true);
+      if (table.overflowUsed > 0) state = table.map.get(key.startsWith(OVERFLOW_PREFIX) ? key : this.#slotKey(key));
+    }
+    const r = table.algo.decide(state, now, op.cost, op.limit.params, op.leaseId);
+    if (r.allowed) {
+      // Alone in its chain, an admitting op admits the chain.
+      if (op.cost > 0) {
+        const next = r.state;
+        if (!own || next === undefined || !table.algo.overwrite(state, next)) this.#write(table, key, next, now);
+      }
+      return { allowed: true, consumed: op.cost > 0, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
+    }
+    return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
   }
 
   refund(ops: readonly StoreOp[], now: number): Promise<void> {
@@ -141,12 +164,18 @@ export class MemoryStore implements SyncStore {
     if (table?.map.delete(key) === true) this.#size--;
   }
 
+  #lastLimit: StoreOp['limit'] | undefined;
+  #lastTable: Table | undefined;
+
   #table(op: StoreOp): Table {
+    if (op.limit === this.#lastLimit) return this.#lastTable as Table;
     let t = this.#tables.get(op.limit.id);
     if (t === undefined) {
       t = new Table(algorithms[op.limit.algorithm], op.limit.params);
       this.#tables.set(op.limit.id, t);
     }
+    this.#lastLimit = op.limit;
+    this.#lastTable = t;
     return t;
   }
 
@@ -155,8 +184,8 @@ export class MemoryStore implements SyncStore {
   }
 
   /** Where the state of `key` lives: its own entry, or (store full) a shared overflow slot. */
-  #resolve(table: Table, key: string, now: number): string {
-    if (table.map.has(key) || this.#size < this.maxKeys) return key;
+  #resolve(table: Table, key: string, now: number, knownAbsent = false): string {
+    if (this.#size < this.maxKeys || (!knownAbsent && table.map.has(key))) return key;
     let removed = 0;
     for (const t of this.#tables.values()) {
       removed += t.sweep(FULL_SWEEP, now);

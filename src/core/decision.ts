@@ -1,0 +1,61 @@
+import type { StoreGuard } from './guard.js';
+import { storeErrorChannel } from './events.js';
+import type { Store, StoreOp } from './store.js';
+import type { Decision, LimitResult, Outcome } from './types.js';
+
+/** A lease to free on `decision.release()`: through the store's guard (deadline, breaker), or on the local fallback store. */
+export interface Lease {
+  readonly store: Store;
+  readonly guard: StoreGuard | undefined;
+  readonly op: StoreOp;
+  readonly now: number;
+}
+
+/** The decision object `check()` resolves with. */
+export class CheckDecision implements Decision {
+  readonly allowed: boolean;
+  readonly status: 200 | 429 | 503;
+  readonly outcome: Outcome;
+  readonly limit: string | undefined;
+  readonly retryAfterMs: number;
+  readonly delayMs: number;
+  readonly results: readonly LimitResult[];
+  #leases: Lease[] | undefined;
+
+  constructor(
+    allowed: boolean,
+    status: 200 | 429 | 503,
+    outcome: Outcome,
+    limit: string | undefined,
+    retryAfterMs: number,
+    delayMs: number,
+    results: readonly LimitResult[],
+    leases: Lease[] | undefined,
+  ) {
+    this.allowed = allowed;
+    this.status = status;
+    this.outcome = outcome;
+    this.limit = limit;
+    this.retryAfterMs = retryAfterMs;
+    this.delayMs = delayMs;
+    this.results = results;
+    this.#leases = leases;
+  }
+
+  async release(): Promise<void> {
+    const leases = this.#leases;
+    if (leases === undefined) return;
+    this.#leases = undefined;
+    await Promise.all(
+      leases.map(async ({ store, guard, op, now }) => {
+        try {
+          if (guard === undefined) await store.release(op, now);
+          else await guard.run(() => store.release(op, now), now);
+        } catch (error) {
+          // The lease expires on its own after the limit's window.
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: guard?.name ?? 'local', kind: store.kind, error, limits: [op.limit.name] });
+        }
+      }),
+    );
+  }
+}
