@@ -1,0 +1,102 @@
+import { ConfigError } from '../../core/errors.js';
+import type { LuaScript } from './scripts.generated.js';
+
+/**
+ * The slice of an ioredis client (`new Redis()` or `new Cluster()`) the store
+ * uses. Structural, so the package imports nothing from ioredis.
+ */
+export interface IoredisLike {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  readonly isCluster?: boolean;
+  readonly options?: unknown;
+}
+
+/**
+ * The slice of a node-redis v4/v5 client (`createClient()` or
+ * `createCluster()`) the store uses. Structural, so the package imports
+ * nothing from redis.
+ */
+export interface NodeRedisLike {
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/** Any supported client: ioredis `Redis` / `Cluster`, node-redis `createClient()` / `createCluster()`. */
+export type RedisClientLike = IoredisLike | NodeRedisLike;
+
+/** What the store needs from a client: run a script, and know whether it talks to a Cluster. */
+export interface ScriptRunner {
+  /** `'ioredis'` or `'node-redis'`. */
+  readonly flavour: 'ioredis' | 'node-redis';
+  /** Whether keys must be grouped by hash slot. */
+  readonly cluster: boolean;
+  /** A prefix the client itself adds to every key (ioredis `keyPrefix`), which decides slots too. */
+  readonly clientKeyPrefix: string;
+  /**
+   * Runs `script` by EVALSHA; on NOSCRIPT (a restarted, flushed or
+   * failed-over server) runs it once by EVAL, which also caches it again.
+   */
+  run(script: LuaScript, keys: string[], args: string[]): Promise<unknown>;
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+function readKeyPrefix(options: unknown): string {
+  if (options === null || typeof options !== 'object') return '';
+  const o = options as { keyPrefix?: unknown; redisOptions?: { keyPrefix?: unknown } };
+  if (typeof o.keyPrefix === 'string') return o.keyPrefix;
+  if (typeof o.redisOptions?.keyPrefix === 'string') return o.redisOptions.keyPrefix;
+  return '';
+}
+
+function hasMethod(o: object, name: string): boolean {
+  return typeof (o as Record<string, unknown>)[name] === 'function';
+}
+
+/**
+ * Wraps the user's client. Detection: ioredis has `evalsha` (and `isCluster`
+ * on both `Redis` and `Cluster`); node-redis has `evalSha`, and its cluster
+ * has `getSlotRandomNode`. `cluster` overrides the detection.
+ */
+export function adaptClient(client: unknown, cluster: boolean | undefined): ScriptRunner {
+  if (client === null || typeof client !== 'object') {
+    throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client (Redis, Cluster, createClient() or createCluster())');
+  }
+  if (hasMethod(client, 'evalsha') && hasMethod(client, 'eval')) {
+    const c = client as IoredisLike;
+    return {
+      flavour: 'ioredis',
+      cluster: cluster ?? c.isCluster === true,
+      clientKeyPrefix: readKeyPrefix(c.options),
+      async run(script, keys, args) {
+        try {
+          return await c.evalsha(script.sha1, keys.length, ...keys, ...args);
+        } catch (error) {
+          if (!isNoScript(error)) throw error;
+          return await c.eval(script.text, keys.length, ...keys, ...args);
+        }
+      },
+    };
+  }
+  if (hasMethod(client, 'evalSha') && hasMethod(client, 'eval')) {
+    const c = client as NodeRedisLike;
+    return {
+      flavour: 'node-redis',
+      cluster: cluster ?? hasMethod(client, 'getSlotRandomNode'),
+      clientKeyPrefix: '',
+      async run(script, keys, args) {
+        const options = { keys, arguments: args };
+        try {
+          return await c.evalSha(script.sha1, options);
+        } catch (error) {
+          if (!isNoScript(error)) throw error;
+          return await c.eval(script.text, options);
+        }
+      },
+    };
+  }
+  throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client: it has neither evalsha (ioredis) nor evalSha (node-redis)');
+}

@@ -1,0 +1,97 @@
+--[[
+common.lua: helpers shared by every ratecontract script (included, not run alone).
+
+Arithmetic: Lua numbers are IEEE doubles, like JavaScript numbers. Every value
+stays an integer below 2^53 by construction (the limit compiler bounds
+limit * window), and every expression below repeats the TypeScript twin's
+operations in the same order, so both sides round identically. `%` is
+written as math.fmod (C fmod, which is what JavaScript `%` computes); Lua's
+own `%` differs for negative operands. Integers are written with '%.0f' so
+that large ones never turn into 1e+15 notation.
+]]
+
+local INF = math.huge
+-- Algorithm twins, by name: decode, encode, decide, refund, expires.
+local ALGOS = {}
+
+local function ceil_div(a, b)
+  return math.floor((a + b - 1) / b)
+end
+
+local function fmt(x)
+  return string.format('%.0f', x)
+end
+
+-- The integers of a space-separated state string.
+local function nums(raw)
+  local out = {}
+  for w in string.gmatch(raw, '%-?%d+') do
+    out[#out + 1] = tonumber(w)
+  end
+  return out
+end
+
+-- The caller's time (client-time mode) or the server clock (TIME), in ms.
+local function clock(arg)
+  if arg ~= nil and arg ~= '' then
+    return tonumber(arg)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function result(allowed, state, remaining, reset, retry, delay)
+  return { allowed = allowed, state = state, remaining = remaining, reset = reset, retry = retry, delay = delay }
+end
+
+local function algo(name)
+  local a = ALGOS[name]
+  if a == nil then
+    error('ratecontract: unknown algorithm ' .. tostring(name))
+  end
+  return a
+end
+
+local function params(limit, window, burst, queue)
+  return { limit = tonumber(limit), window = tonumber(window), burst = tonumber(burst), queue = queue == '1' }
+end
+
+local function load(key, a)
+  local raw = redis.call('GET', key)
+  if not raw then
+    return nil
+  end
+  return a.decode(raw)
+end
+
+--[[
+Writes `state` under `key`, or deletes the key when the state is empty or
+already expired. TTL = the state's remaining useful life (expires - now),
+plus `grace` (client-time mode only), and never more than `cap` when `cap`
+is positive (refund and release never lengthen a state's life, so they keep
+the TTL the key already has when that is shorter).
+]]
+local function save(key, a, p, state, now, grace, cap)
+  if state == nil then
+    redis.call('DEL', key)
+    return
+  end
+  local life = a.expires(state, p) - now
+  if life <= 0 then
+    redis.call('DEL', key)
+    return
+  end
+  local ttl = life + grace
+  if cap ~= nil and cap > 0 and cap < ttl then
+    ttl = cap
+  end
+  redis.call('SET', key, a.encode(state), 'PX', fmt(ttl))
+end
+
+-- Infinity (a cost that can never fit) travels as -1.
+local function wire_retry(x)
+  if x == INF then
+    return -1
+  end
+  return x
+end

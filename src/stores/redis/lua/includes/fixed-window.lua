@@ -1,0 +1,52 @@
+--[[
+Twin of src/algorithms/fixed-window.ts. State: "w c" (window start, count).
+]]
+ALGOS['fixed-window'] = {
+  decode = function(raw)
+    local v = nums(raw)
+    return { w = v[1], c = v[2] }
+  end,
+  encode = function(s)
+    return fmt(s.w) .. ' ' .. fmt(s.c)
+  end,
+  decide = function(s, now, cost, p)
+    local W = p.window
+    local N = p.limit
+    local w = math.floor(now / W) * W
+    local c = 0
+    if s ~= nil and s.w == w then
+      c = s.c
+    end
+    local reset = w + W - now
+    if c + cost <= N then
+      local nxt = c + cost
+      if nxt > 0 then
+        return result(true, { w = w, c = nxt }, N - nxt, reset, 0, 0)
+      end
+      return result(true, nil, N - nxt, 0, 0, 0)
+    end
+    local st = nil
+    if c > 0 then
+      st = { w = w, c = c }
+    end
+    local retry = reset
+    if cost > N then
+      retry = INF
+    end
+    return result(false, st, N - c, reset, retry, 0)
+  end,
+  refund = function(s, now, cost, p)
+    local w = math.floor(now / p.window) * p.window
+    if s.w ~= w then
+      return s
+    end
+    local c = s.c - cost
+    if c > 0 then
+      return { w = w, c = c }
+    end
+    return nil
+  end,
+  expires = function(s, p)
+    return s.w + p.window
+  end,
+}

@@ -1,0 +1,224 @@
+import type { Clock } from '../../core/clock.js';
+import { ConfigError } from '../../core/errors.js';
+import { storeErrorChannel } from '../../core/events.js';
+import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
+import { adaptClient, type RedisClientLike, type ScriptRunner } from './client.js';
+import { chainArgs, decodeChainReply, refundArgs, releaseArgs, type ChainOpReply } from './codec.js';
+import { stateKey } from './keys.js';
+import { chainScript, refundScript, releaseScript } from './scripts.generated.js';
+import { keySlot } from './slot.js';
+
+/** Options of `redisStore()`. */
+export interface RedisStoreOptions {
+  /**
+   * Your client, connected: ioredis `new Redis()` / `new Cluster()`, or
+   * node-redis `createClient()` / `createCluster()` (v4 or v5). The store
+   * never imports a Redis client and never closes yours.
+   */
+  readonly client: RedisClientLike;
+  /**
+   * Prepended to every key. Default `'rc:'`. On a Cluster, a hash tag in the
+   * prefix (`'rc:{limits}:'`) pins every key to one slot: each chain is then
+   * one atomic script, at the price of one shard doing all the work.
+   */
+  readonly prefix?: string | undefined;
+  /**
+   * `'server'` (default): decide at the Redis server's clock (`TIME` in the
+   * script), so replicas with skewed clocks decide identically.
+   * `'client'`: decide at the `now` the limiter passes (its clock), for
+   * managed Redis that forbids `TIME` and for deterministic tests.
+   */
+  readonly timeMode?: 'server' | 'client' | undefined;
+  /** `'client'` time mode only: read time from this clock instead of the `now` each call passes. */
+  readonly clock?: Clock | undefined;
+  /**
+   * `'client'` time mode only: ms added to every TTL, for clients whose clock
+   * does not run at the server's pace (a manual clock in tests). Default 0.
+   */
+  readonly ttlGraceMs?: number | undefined;
+  /** Keys are SHA-256 digests of the user key; with a secret, HMAC-SHA-256 digests (not reversible by guessing identifiers). */
+  readonly keySecret?: string | undefined;
+  /** Overrides Cluster detection (group keys by hash slot or not). */
+  readonly cluster?: boolean | undefined;
+}
+
+function strip(r: ChainOpReply): StoreOpResult {
+  return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs };
+}
+
+/**
+ * The Redis store: every algorithm runs as its Lua twin inside Redis, a whole
+ * chain in one script (one round trip, atomic) on a standalone server. On a
+ * Cluster the ops are grouped by hash slot, one script per group, and a
+ * partial admission is compensated (see docs/redis.md for the guarantee).
+ * Every key expires when its state is spent; user keys are hashed.
+ */
+export class RedisStore implements Store {
+  readonly kind = 'redis';
+  readonly prefix: string;
+  readonly timeMode: 'server' | 'client';
+  readonly #runner: ScriptRunner;
+  readonly #clock: Clock | undefined;
+  readonly #graceMs: number;
+  readonly #secret: string | undefined;
+  /** When (server or client ms) each op was decided, so a later refund gives back at the same instant. */
+  readonly #decidedAt = new WeakMap<StoreOp, number>();
+
+  constructor(options: RedisStoreOptions) {
+    if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'redisStore', 'needs an options object with a client');
+    this.#runner = adaptClient(options.client, options.cluster);
+    const prefix = options.prefix ?? 'rc:';
+    if (typeof prefix !== 'string') throw new ConfigError('RC_INVALID_OPTION', 'redisStore.prefix', `must be a string, got ${typeof prefix}`);
+    this.prefix = prefix;
+    const timeMode = options.timeMode ?? 'server';
+    if (timeMode !== 'server' && timeMode !== 'client') {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.timeMode', `must be 'server' or 'client', got ${JSON.stringify(timeMode)}`);
+    }
+    this.timeMode = timeMode;
+    const grace = options.ttlGraceMs ?? 0;
+    if (!Number.isSafeInteger(grace) || grace < 0) throw new ConfigError('RC_INVALID_OPTION', 'redisStore.ttlGraceMs', `must be a non-negative integer, got ${String(grace)}`);
+    if (timeMode === 'server' && (grace > 0 || options.clock !== undefined)) {
+      throw new ConfigError('RC_INVALID_OPTION', grace > 0 ? 'redisStore.ttlGraceMs' : 'redisStore.clock', `applies to timeMode 'client' only`);
+    }
+    this.#graceMs = grace;
+    this.#clock = options.clock;
+    if (options.keySecret !== undefined && (typeof options.keySecret !== 'string' || options.keySecret === '')) {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.keySecret', 'must be a non-empty string');
+    }
+    this.#secret = options.keySecret;
+  }
+
+  /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
+  get client(): { readonly flavour: 'ioredis' | 'node-redis'; readonly cluster: boolean } {
+    return { flavour: this.#runner.flavour, cluster: this.#runner.cluster };
+  }
+
+  /** The Redis key holding the state of `key` under the limit `limitId` (a limit's `id`). */
+  keyFor(limitId: string, key: string): string {
+    return stateKey(this.prefix, limitId, key, this.#secret);
+  }
+
+  async evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    const n = ops.length;
+    if (n === 0) return [];
+    const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+    const at = this.#clientNow(now);
+    const groups = this.#groupBySlot(keys);
+    if (groups.length === 1) {
+      const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), n);
+      for (const op of ops) this.#decidedAt.set(op, reply.now);
+      return reply.results.map(strip);
+    }
+    return this.#evaluateGroups(ops, keys, groups, at);
+  }
+
+  async refund(ops: readonly StoreOp[], now: number): Promise<void> {
+    if (ops.length === 0) return;
+    const fallback = this.#clientNow(now);
+    await this.#refund(
+      ops,
+      ops.map((op) => this.keyFor(op.limit.id, op.key)),
+      ops.map((op) => this.#decidedAt.get(op) ?? fallback),
+    );
+  }
+
+  async release(op: StoreOp, now: number): Promise<void> {
+    if (op.leaseId === undefined) return;
+    await this.#runner.run(releaseScript, [this.keyFor(op.limit.id, op.key)], releaseArgs(op, this.#clientNow(now), this.#graceMs));
+  }
+
+  /** The time to decide at: undefined (the server's clock) in server-time mode. */
+  #clientNow(now: number): number | undefined {
+    if (this.timeMode === 'server') return undefined;
+    return this.#clock === undefined ? now : this.#clock.now();
+  }
+
+  /** Op indexes grouped by hash slot, in chain order; one group on a standalone server. */
+  #groupBySlot(keys: readonly string[]): number[][] {
+    const all = keys.map((_, i) => i);
+    if (!this.#runner.cluster) return [all];
+    const prefix = this.#runner.clientKeyPrefix;
+    const bySlot = new Map<number, number[]>();
+    keys.forEach((k, i) => {
+      const slot = keySlot(prefix + k);
+      const g = bySlot.get(slot);
+      if (g === undefined) bySlot.set(slot, [i]);
+      else g.push(i);
+    });
+    return bySlot.size === 1 ? [all] : [...bySlot.values()];
+  }
+
+  /**
+   * Cluster, keys in several slots: one chain script per slot group, in
+   * parallel. If the chain as a whole rejects, the groups that admitted give
+   * back what they consumed (except limits that count rejected attempts) and
+   * report the unconsumed (peek) figures, exactly as one atomic chain would.
+   */
+  async #evaluateGroups(ops: readonly StoreOp[], keys: readonly string[], groups: number[][], at: number | undefined): Promise<StoreOpResult[]> {
+    const n = ops.length;
+    const out = new Array<ChainOpReply | undefined>(n);
+    const decidedAt = new Array<number | undefined>(n);
+    const settled = await Promise.allSettled(
+      groups.map(async (idx) => {
+        const gOps = idx.map((i) => ops[i] as StoreOp);
+        const gKeys = idx.map((i) => keys[i] as string);
+        const reply = decodeChainReply(await this.#runner.run(chainScript, gKeys, chainArgs(gOps, at, this.#graceMs, true)), idx.length);
+        idx.forEach((i, j) => {
+          out[i] = reply.results[j];
+          decidedAt[i] = reply.now;
+          this.#decidedAt.set(ops[i] as StoreOp, reply.now);
+        });
+      }),
+    );
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failure !== undefined) {
+      // Undo what the groups that answered consumed, then fail the whole call.
+      await this.#compensate(ops, keys, decidedAt, (i) => out[i]?.consumed === true);
+      throw failure.reason;
+    }
+    const results = out as ChainOpReply[];
+    const chainAllowed = results.every((r, i) => r.allowed || (ops[i] as StoreOp).limit.shadow);
+    if (chainAllowed) return results.map(strip);
+    const give = (i: number): boolean => (results[i] as ChainOpReply).consumed && !(ops[i] as StoreOp).limit.countRejected;
+    await this.#compensate(ops, keys, decidedAt, give);
+    return results.map((r, i) =>
+      give(i) ? { allowed: true, consumed: false, remaining: r.peekRemaining, resetMs: r.peekResetMs, retryAfterMs: 0, delayMs: 0 } : strip(r),
+    );
+  }
+
+  async #compensate(ops: readonly StoreOp[], keys: readonly string[], decidedAt: ReadonlyArray<number | undefined>, pick: (i: number) => boolean): Promise<void> {
+    const idx = ops.map((_, i) => i).filter(pick);
+    if (idx.length === 0) return;
+    try {
+      await this.#refund(
+        idx.map((i) => ops[i] as StoreOp),
+        idx.map((i) => keys[i] as string),
+        idx.map((i) => decidedAt[i]),
+      );
+    } catch (error) {
+      // What was not given back expires with its key: the error is on the side of rejecting.
+      if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, error, limits: idx.map((i) => (ops[i] as StoreOp).limit.name) });
+    }
+  }
+
+  async #refund(ops: readonly StoreOp[], keys: readonly string[], nows: ReadonlyArray<number | undefined>): Promise<void> {
+    await Promise.all(
+      this.#groupBySlot(keys).map((idx) =>
+        this.#runner.run(
+          refundScript,
+          idx.map((i) => keys[i] as string),
+          refundArgs(
+            idx.map((i) => ops[i] as StoreOp),
+            idx.map((i) => nows[i]),
+            this.#graceMs,
+          ),
+        ),
+      ),
+    );
+  }
+}
+
+/** Creates a Redis store over your ioredis or node-redis client. See `RedisStore` and docs/redis.md. */
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  return new RedisStore(options);
+}
