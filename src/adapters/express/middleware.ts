@@ -1,0 +1,102 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Limiter } from '../../core/limiter.js';
+import type { Decision } from '../../core/types.js';
+import { isJsonOrUntyped, parseJsonBody, readNodeBody, type BodyRead } from '../../http/body.js';
+import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { releaseOnce } from '../../http/release.js';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** The rate-limit decision for this request, set by `ratecontract/express`. */
+      rateLimit?: Decision | undefined;
+    }
+  }
+}
+
+/** Options of `rateLimit`: the shared adapter options, with the Express request as `req`. */
+export type ExpressRateLimitOptions = GuardOptions<Request>;
+
+function facts(req: Request, res: Response, readBody: boolean): RequestFacts<Request> {
+  const parsed = (req as { body?: unknown }).body;
+  return {
+    req,
+    remoteAddress: req.socket.remoteAddress,
+    method: req.method,
+    url: req.originalUrl,
+    headers: req.headers,
+    parsedBody: parsed === undefined ? undefined : { value: parsed },
+    // Read the stream only if no body parser ran and it is JSON (or untyped); other types are left to their parsers.
+    readBody:
+      readBody && parsed === undefined && isJsonOrUntyped(req.headers)
+        ? async (max: number): Promise<BodyRead> => {
+            const read = await readNodeBody(req, max);
+            // The stream is consumed: hand the parsed body on as express.json() would (body-parser then skips it).
+            if (!read.tooLarge) (req as { body?: unknown }).body = parseJsonBody(read.bytes);
+            return read;
+          }
+        : undefined,
+    signal: () => {
+      const ac = new AbortController();
+      if (req.socket.destroyed) ac.abort();
+      else res.once('close', () => {
+        if (!res.writableFinished) ac.abort();
+      });
+      return ac.signal;
+    },
+  };
+}
+
+function apply(result: GuardResult, req: Request, res: Response, next: NextFunction): void {
+  if (result.kind === 'gone') return;
+  if (result.kind === 'respond') {
+    if (res.headersSent || res.destroyed) return;
+    const { status, headers, body } = result.response;
+    res.statusCode = status;
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.end(body);
+    return;
+  }
+  const decision = result.decision;
+  for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
+  if (decision !== undefined) {
+    req.rateLimit = decision;
+    res.locals['rateLimit'] = decision;
+    const release = releaseOnce(decision);
+    if (req.socket.destroyed || res.closed) release();
+    else {
+      res.once('finish', release);
+      res.once('close', release);
+    }
+  }
+  next();
+}
+
+/**
+ * Express middleware (Express 4.18+ and 5):
+ *
+ * ```ts
+ * app.use(rateLimit(apiLimiter, { identify: (req) => req.get('x-user') }));
+ * app.post('/otp', rateLimit(otpLimiter), sendOtp); // another limiter on one route
+ * ```
+ *
+ * The decision is on `req.rateLimit` and `res.locals.rateLimit`. Rejections are
+ * answered here (429 / 503 / 413, problem+json); the middleware never calls
+ * `next(err)` and never answers 500: anything unexpected becomes a 503 with
+ * `Retry-After`. Client addresses come from the socket and this middleware's
+ * own `trustProxy`, not from Express's `trust proxy` setting.
+ */
+export function rateLimit(limiter: Limiter, options?: ExpressRateLimitOptions): RequestHandler {
+  const guard = new HttpGuard<Request>(limiter, options);
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    let result: GuardResult;
+    try {
+      const chosen = guard.select(req);
+      result = await guard.run(facts(req, res, chosen !== false && guard.needsBody(chosen)), chosen);
+    } catch (error) {
+      result = await guard.fail(error, req);
+    }
+    apply(result, req, res, next);
+  };
+}

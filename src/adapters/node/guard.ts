@@ -1,0 +1,132 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Limiter } from '../../core/limiter.js';
+import type { Decision } from '../../core/types.js';
+import { readNodeBody, type BodyRead } from '../../http/body.js';
+import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { parseJsonBody } from '../../http/body.js';
+import { releaseOnce } from '../../http/release.js';
+import type { HttpResponse } from '../../http/respond.js';
+
+/** Options of `createGuard`: the shared adapter options, with the node:http request as `req`. */
+export type NodeGuardOptions = GuardOptions<IncomingMessage>;
+
+/** A request body the guard read (only when a limit uses a `body.*` key). */
+export interface RequestBody {
+  /** The bytes as received (at most `maxBodyBytes`). */
+  readonly raw: Uint8Array;
+  /** The parsed JSON, or `undefined` if it is empty or not JSON. */
+  readonly json: unknown;
+}
+
+/** `(req, res) => Promise<boolean>`: `true` go on; `false` the response was already sent (or the client left). */
+export type NodeGuard = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+const decisions = new WeakMap<IncomingMessage, Decision>();
+const bodies = new WeakMap<IncomingMessage, Uint8Array>();
+
+/** The decision the guard made for `req` (for logging), once `createGuard`'s function has resolved `true`. */
+export function getDecision(req: IncomingMessage): Decision | undefined {
+  return decisions.get(req);
+}
+
+/**
+ * The body the guard consumed to read a `body.*` key. The request stream is
+ * then already read, so handlers take the body from here.
+ */
+export function getBody(req: IncomingMessage): RequestBody | undefined {
+  const raw = bodies.get(req);
+  if (raw === undefined) return undefined;
+  return { raw, json: parseJsonBody(raw) };
+}
+
+/** Writes a guard response on a node:http response. */
+export function writeResponse(res: ServerResponse, response: HttpResponse): void {
+  if (res.headersSent || res.destroyed) return;
+  res.statusCode = response.status;
+  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
+  res.end(response.body);
+}
+
+function connectionSignal(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  if (req.socket.destroyed) ac.abort();
+  else res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+/** The facts the shared guard needs, from a node:http request. */
+export function nodeFacts(req: IncomingMessage, res: ServerResponse, readBody: boolean): RequestFacts<IncomingMessage> {
+  return {
+    req,
+    remoteAddress: req.socket.remoteAddress,
+    method: req.method,
+    url: req.url,
+    headers: req.headers,
+    readBody: readBody
+      ? async (max: number): Promise<BodyRead> => {
+          const read = await readNodeBody(req, max);
+          if (!read.tooLarge) bodies.set(req, read.bytes);
+          return read;
+        }
+      : undefined,
+    signal: () => connectionSignal(req, res),
+  };
+}
+
+/**
+ * Applies a guard result to a node:http exchange: sends the rejection, or
+ * adds the rate-limit fields, records the decision and arranges for its
+ * concurrency leases to be released exactly once when the response finishes
+ * or the connection closes. Returns whether the request goes on.
+ */
+export function applyResult(result: GuardResult, req: IncomingMessage, res: ServerResponse): boolean {
+  if (result.kind === 'gone') return false;
+  if (result.kind === 'respond') {
+    writeResponse(res, result.response);
+    return false;
+  }
+  const decision = result.decision;
+  if (!res.headersSent) for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
+  if (decision !== undefined) {
+    decisions.set(req, decision);
+    const release = releaseOnce(decision);
+    // 'close' follows 'finish' on a completed response and fires alone on a client abort or a destroyed socket.
+    if (req.socket.destroyed || res.closed) release();
+    else {
+      res.once('close', release);
+      res.once('finish', release);
+    }
+  }
+  return true;
+}
+
+/**
+ * A rate-limit guard for node:http. Await it first in the request handler:
+ *
+ * ```ts
+ * const guard = createGuard(limiter, { identify: (req) => principalOf(req) });
+ * http.createServer(async (req, res) => {
+ *   if (!(await guard(req, res))) return; // 429 / 503 / 413 already sent
+ *   res.end('ok');
+ * });
+ * ```
+ *
+ * Never rejects and never answers 500: anything unexpected (a throwing
+ * `identify`, an invalid `cost`) is answered 503 with `Retry-After`.
+ * For another limiter on another route, create another guard.
+ */
+export function createGuard(limiter: Limiter, options?: NodeGuardOptions): NodeGuard {
+  const guard = new HttpGuard<IncomingMessage>(limiter, options);
+  return async (req, res) => {
+    let result: GuardResult;
+    try {
+      const chosen = guard.select(req);
+      result = await guard.run(nodeFacts(req, res, chosen !== false && guard.needsBody(chosen)), chosen);
+    } catch (error) {
+      result = await guard.fail(error, req);
+    }
+    return applyResult(result, req, res);
+  };
+}

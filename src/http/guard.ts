@@ -1,0 +1,228 @@
+import { parseDuration, type Duration } from '../core/duration.js';
+import { ConfigError } from '../core/errors.js';
+import type { Limiter } from '../core/limiter.js';
+import type { CompiledLimit, Decision, RequestContext } from '../core/types.js';
+import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, type BodyRead } from './body.js';
+import type { HeaderRecord } from './forwarded.js';
+import { resolveClientIp, resolveIpOptions, type IpOptions, type ResolvedIpOptions } from './ip.js';
+import { contentTooLargeResponse, isAdvertising, mapDecision, unavailableResponse, type HttpResponse } from './respond.js';
+import { resolveResponseOptions, type ResolvedResponseOptions, type ResponseOptions } from './response-options.js';
+import { sleep } from './sleep.js';
+
+/** The `ip` key when no client address can be determined (no socket address): such requests share one bucket rather than escape `ip` limits. */
+export const UNKNOWN_IP = 'unknown';
+
+/** Options every adapter accepts. `Req` is the adapter's request type (passed to the hooks). */
+export interface GuardOptions<Req> extends ResponseOptions, IpOptions {
+  /**
+   * The authenticated principal (account, API key id, tenant), or `undefined`
+   * for an anonymous caller. Feeds `key: 'principal'` and decides who is told
+   * the policy table (`advertise`). May be async. Default: everyone is anonymous.
+   */
+  readonly identify?: ((req: Req) => string | undefined | Promise<string | undefined>) | undefined;
+  /** Cost of this request (a positive integer); `undefined` for each limit's own `cost`. */
+  readonly cost?: ((req: Req) => number | undefined) | undefined;
+  /** Chooses the limiter for a request: a `Limiter`, `false` to skip limiting, `undefined` for the default one. */
+  readonly limiterFor?: ((req: Req) => Limiter | false | undefined) | undefined;
+  /** Largest JSON body read for `body.*` keys, in bytes. Over it: 413. Default 102400 (100 KiB). */
+  readonly maxBodyBytes?: number | undefined;
+  /** Read and parse the body even if no limit uses a `body.*` key (for key functions that read `ctx.body`). Default false. */
+  readonly readBody?: boolean | undefined;
+  /** `Retry-After` of the 503 sent when something unexpected fails (a throwing `identify`). Default `'1s'`. */
+  readonly errorRetryAfter?: Duration | undefined;
+  /** Called with anything unexpected the guard caught (it then answered 503). Default: nothing. */
+  readonly onUnexpectedError?: ((error: unknown, req: Req) => void) | undefined;
+  /** Waits `ms` (leaky-bucket queue mode); resolves early when `signal` aborts. Default: an unref'd timer. Inject in tests. */
+  readonly delay?: ((ms: number, signal: AbortSignal | undefined) => Promise<void>) | undefined;
+}
+
+/** What an adapter tells the guard about one request. */
+export interface RequestFacts<Req> {
+  readonly req: Req;
+  /** The socket peer address. */
+  readonly remoteAddress: string | undefined;
+  readonly method: string | undefined;
+  /** Path and query as sent (`/a/b?x=1`). */
+  readonly url: string | undefined;
+  /** Lower-case names. */
+  readonly headers: HeaderRecord;
+  /** The body, when the framework has already parsed it. */
+  readonly parsedBody?: { readonly value: unknown } | undefined;
+  /** Reads the raw body up to `max` bytes; the adapter keeps what it read for the application. */
+  readonly readBody?: ((max: number) => Promise<BodyRead>) | undefined;
+  /** An abort signal for the client connection (created on demand, for the queue-mode wait). */
+  readonly signal?: (() => AbortSignal | undefined) | undefined;
+}
+
+/** What the adapter does next. */
+export type GuardResult =
+  /** Go on; add `headers` to the application's response; release `decision` when the response is done. */
+  | { readonly kind: 'proceed'; readonly decision: Decision | undefined; readonly headers: Readonly<Record<string, string>> }
+  /** Send `response`; the request stops here (any lease is already released). */
+  | { readonly kind: 'respond'; readonly decision: Decision | undefined; readonly response: HttpResponse }
+  /** The client went away during the queue-mode wait; nothing to send. */
+  | { readonly kind: 'gone'; readonly decision: Decision | undefined };
+
+function query(url: string | undefined): Record<string, string | string[]> | undefined {
+  if (url === undefined) return undefined;
+  const q = url.indexOf('?');
+  if (q < 0) return {};
+  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+function path(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+function assertLimiter(limiter: unknown, option: string): asserts limiter is Limiter {
+  const l = limiter as Partial<Limiter> | null;
+  if (l === null || typeof l !== 'object' || typeof l.check !== 'function' || !Array.isArray(l.limits)) {
+    throw new ConfigError('RC_INVALID_OPTION', option, 'expected a limiter from createLimiter()');
+  }
+}
+
+const bodyNeeds = new WeakMap<Limiter, boolean>();
+
+/** Whether a limiter has a `body.*` key (so the body must be read before deciding). */
+export function usesBody(limiter: Limiter): boolean {
+  let v = bodyNeeds.get(limiter);
+  if (v === undefined) {
+    v = limiter.limits.some((l) => l.keySpec.startsWith('body.'));
+    bodyNeeds.set(limiter, v);
+  }
+  return v;
+}
+
+/**
+ * The request-side half every adapter shares: choose the limiter, resolve the
+ * client address through trusted proxies, identify the caller, read a bounded
+ * body when a limit needs it, check, wait in queue mode, and map the decision.
+ * It never throws: anything unexpected becomes a 503 with `Retry-After`.
+ */
+export class HttpGuard<Req> {
+  readonly limiter: Limiter;
+  readonly response: ResolvedResponseOptions;
+  readonly ip: ResolvedIpOptions;
+  readonly maxBodyBytes: number;
+  readonly #options: GuardOptions<Req>;
+  readonly #errorRetryAfterMs: number;
+  readonly #delay: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+
+  constructor(limiter: Limiter, options: GuardOptions<Req> = {}) {
+    assertLimiter(limiter, 'limiter');
+    if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'must be an object');
+    for (const name of ['identify', 'cost', 'limiterFor', 'onUnexpectedError', 'delay'] as const) {
+      const f = options[name];
+      if (f !== undefined && typeof f !== 'function') throw new ConfigError('RC_INVALID_OPTION', name, `must be a function, got ${typeof f}`);
+    }
+    this.limiter = limiter;
+    this.response = resolveResponseOptions(options);
+    this.ip = resolveIpOptions(options);
+    const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    if (!Number.isSafeInteger(max) || max < 0) throw new ConfigError('RC_INVALID_OPTION', 'maxBodyBytes', `must be a non-negative integer, got ${String(max)}`);
+    this.maxBodyBytes = max;
+    if (options.readBody !== undefined && typeof options.readBody !== 'boolean') throw new ConfigError('RC_INVALID_OPTION', 'readBody', 'must be a boolean');
+    this.#errorRetryAfterMs = options.errorRetryAfter === undefined ? 1000 : parseDuration(options.errorRetryAfter, 'errorRetryAfter');
+    this.#delay = options.delay ?? sleep;
+    this.#options = options;
+  }
+
+  /** The limiter for this request, or `false` to skip it. Throws only if `limiterFor` does. */
+  select(req: Req): Limiter | false {
+    const chosen = this.#options.limiterFor?.(req);
+    if (chosen === undefined) return this.limiter;
+    if (chosen === false) return false;
+    assertLimiter(chosen, 'limiterFor(req)');
+    return chosen;
+  }
+
+  /** Whether the body must be read for `limiter`. */
+  needsBody(limiter: Limiter): boolean {
+    return this.#options.readBody === true || usesBody(limiter);
+  }
+
+  /** Decides one request. Never rejects. */
+  async run(facts: RequestFacts<Req>, chosen?: Limiter | false): Promise<GuardResult> {
+    let decision: Decision | undefined;
+    try {
+      const limiter = chosen ?? this.select(facts.req);
+      if (limiter === false) return { kind: 'proceed', decision: undefined, headers: {} };
+      const principal = await this.#identify(facts.req);
+      let body: unknown;
+      if (this.needsBody(limiter)) {
+        if (facts.parsedBody !== undefined) {
+          body = facts.parsedBody.value;
+        } else if (facts.readBody !== undefined) {
+          const read = await facts.readBody(this.maxBodyBytes);
+          if (read.tooLarge) return { kind: 'respond', decision: undefined, response: contentTooLargeResponse(this.maxBodyBytes) };
+          body = parseJsonBody(read.bytes);
+        }
+      }
+      const ctx: RequestContext = {
+        ip: resolveClientIp(facts.remoteAddress, facts.headers, this.ip) ?? UNKNOWN_IP,
+        principal,
+        method: facts.method,
+        path: path(facts.url),
+        headers: facts.headers,
+        query: query(facts.url),
+        body,
+      };
+      const cost = this.#options.cost?.(facts.req);
+      decision = await limiter.check(ctx, cost === undefined ? undefined : { cost });
+      const authenticated = principal !== undefined;
+      const keyOf =
+        this.response.partitionKeys && isAdvertising(authenticated, this.response)
+          ? (l: CompiledLimit): string | undefined => {
+              try {
+                return l.key(ctx);
+              } catch {
+                return undefined;
+              }
+            }
+          : undefined;
+      const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
+      if (!decision.allowed) {
+        await decision.release();
+        return { kind: 'respond', decision, response: mapped };
+      }
+      if (decision.delayMs > 0) {
+        const signal = facts.signal?.();
+        await this.#delay(decision.delayMs, signal);
+        if (signal?.aborted === true) {
+          await decision.release();
+          return { kind: 'gone', decision };
+        }
+      }
+      return { kind: 'proceed', decision, headers: mapped.headers };
+    } catch (error) {
+      return this.fail(error, facts.req, decision);
+    }
+  }
+
+  /** The 503 answer to anything unexpected; releases `decision`. Never rejects. */
+  async fail(error: unknown, req: Req, decision?: Decision): Promise<GuardResult> {
+    try {
+      this.#options.onUnexpectedError?.(error, req);
+    } catch {
+      // A throwing reporter must not turn a 503 into a 500.
+    }
+    if (decision !== undefined) await decision.release().catch(() => undefined);
+    return { kind: 'respond', decision, response: unavailableResponse(this.#errorRetryAfterMs) };
+  }
+
+  async #identify(req: Req): Promise<string | undefined> {
+    const identify = this.#options.identify;
+    if (identify === undefined) return undefined;
+    const p: unknown = await identify(req);
+    if (p === undefined || p === null || p === '') return undefined;
+    if (typeof p !== 'string') throw new TypeError(`identify(req) must return a string or undefined, got ${typeof p}`);
+    return p;
+  }
+}
