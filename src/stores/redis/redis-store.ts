@@ -1,11 +1,12 @@
 import type { Clock } from '../../core/clock.js';
-import { ConfigError } from '../../core/errors.js';
+import { ConfigError, RateContractError } from '../../core/errors.js';
 import { storeErrorChannel } from '../../core/events.js';
+import type { BreakerOptions } from '../../core/guard.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
 import { adaptClient, type RedisClientLike, type ScriptRunner } from './client.js';
 import { chainArgs, decodeChainReply, refundArgs, releaseArgs, type ChainOpReply } from './codec.js';
 import { stateKey } from './keys.js';
-import { chainScript, refundScript, releaseScript } from './scripts.generated.js';
+import { chainScript, heartbeatScript, refundScript, releaseScript } from './scripts.generated.js';
 import { keySlot } from './slot.js';
 
 /** Options of `redisStore()`. */
@@ -40,6 +41,10 @@ export interface RedisStoreOptions {
   readonly keySecret?: string | undefined;
   /** Overrides Cluster detection (group keys by hash slot or not). */
   readonly cluster?: boolean | undefined;
+  /** Deadline of one call in ms, enforced by the limiter. Default: the limiter's (8 ms). */
+  readonly deadlineMs?: number | undefined;
+  /** Circuit breaker settings for this store (failure domain). Default: the limiter's. */
+  readonly breaker?: BreakerOptions | undefined;
 }
 
 function strip(r: ChainOpReply): StoreOpResult {
@@ -57,6 +62,8 @@ export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
   readonly timeMode: 'server' | 'client';
+  readonly deadlineMs: number | undefined;
+  readonly breaker: BreakerOptions | undefined;
   readonly #runner: ScriptRunner;
   readonly #clock: Clock | undefined;
   readonly #graceMs: number;
@@ -86,6 +93,8 @@ export class RedisStore implements Store {
       throw new ConfigError('RC_INVALID_OPTION', 'redisStore.keySecret', 'must be a non-empty string');
     }
     this.#secret = options.keySecret;
+    this.deadlineMs = options.deadlineMs;
+    this.breaker = options.breaker;
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
@@ -125,6 +134,19 @@ export class RedisStore implements Store {
   async release(op: StoreOp, now: number): Promise<void> {
     if (op.leaseId === undefined) return;
     await this.#runner.run(releaseScript, [this.keyFor(op.limit.id, op.key)], releaseArgs(op, this.#clientNow(now), this.#graceMs));
+  }
+
+  /**
+   * Replica discovery (`createLimiter({ replicas: 'discover' })`): records
+   * that `instanceId` is alive for `ttlMs` in the sorted set
+   * `<prefix>replicas` and resolves with the number of live instances.
+   */
+  async heartbeat(instanceId: string, ttlMs: number, now: number): Promise<number> {
+    const at = this.#clientNow(now);
+    const reply = await this.#runner.run(heartbeatScript, [`${this.prefix}replicas`], [at === undefined ? '' : String(at), instanceId, String(ttlMs)]);
+    const count = Number(reply);
+    if (!Number.isSafeInteger(count)) throw new RateContractError('RC_STORE_FAILURE', 'redis store: malformed heartbeat reply');
+    return count;
   }
 
   /** The time to decide at: undefined (the server's clock) in server-time mode. */
