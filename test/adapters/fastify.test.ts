@@ -1,0 +1,100 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, describe, expect, it } from 'vitest';
+import { rateLimitPlugin, type FastifyRateLimitOptions } from '../../src/adapters/fastify/index.js';
+import { createLimiter, memoryStore, type Limiter } from '../../src/index.js';
+import { costFrom, identifyFrom, plainOptions, raw, type AppFactory, type RunningApp, type SuiteOptions } from './harness.js';
+import { defineAdapterSuite } from './suite.js';
+
+function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function options(limiter: Limiter, o: SuiteOptions): FastifyRateLimitOptions {
+  const identify = identifyFrom(o);
+  const cost = costFrom(o);
+  return {
+    limiter,
+    ...plainOptions(o),
+    identify: identify && ((req) => identify((n) => header(req.headers[n]))),
+    cost: cost && ((req) => cost((n) => header(req.headers[n]))),
+    onUnexpectedError: o.onUnexpectedError && ((e) => o.onUnexpectedError?.(e)),
+  };
+}
+
+async function run(app: FastifyInstance): Promise<RunningApp> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      app.server.closeAllConnections();
+      await app.close();
+    },
+  };
+}
+
+const factory: AppFactory = async (limiter, o, hooks) => {
+  const app = Fastify({ logger: false });
+  await app.register(rateLimitPlugin, options(limiter, o));
+  app.get('/hello', async (request, reply) => {
+    void reply.header('x-outcome', request.rateLimit?.outcome ?? 'none');
+    return 'hello';
+  });
+  app.get('/slow', async () => {
+    hooks.started();
+    await hooks.hold();
+    return 'done';
+  });
+  app.get('/boom', () => {
+    throw new Error('boom');
+  });
+  app.post('/echo', (request) => ({ body: request.body }));
+  return run(app);
+};
+
+defineAdapterSuite('fastify', factory);
+
+describe('fastify: adapter specifics', () => {
+  const apps: RunningApp[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.close()));
+  });
+
+  it('chooses the limiter per route through route config, or none', async () => {
+    const api = createLimiter({ limits: [{ name: 'api', purpose: 'shedding', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });
+    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const app = Fastify();
+    await app.register(rateLimitPlugin, { limiter: api, maxBodyBytes: 256 });
+    app.post('/otp', { config: { rateLimit: { limiter: otp } } }, (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
+    app.get('/health', { config: { rateLimit: false } }, (request) => ({ decided: request.rateLimit !== undefined }));
+    app.get('/api', (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
+    const running = await run(app);
+    apps.push(running);
+    const send = (body: string): Promise<Response> => fetch(`${running.url}/otp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const first = await send('{"phone":"+1"}');
+    expect(await first.json()).toEqual({ limits: ['otp'] });
+    expect((await send('{"phone":"+1"}')).status).toBe(429);
+    // the route's body bound comes from maxBodyBytes (Fastify answers 413 itself)
+    expect((await send(JSON.stringify({ phone: '+2', pad: 'x'.repeat(300) }))).status).toBe(413);
+    expect(await (await fetch(`${running.url}/health`)).json()).toEqual({ decided: false });
+    expect(await (await fetch(`${running.url}/api`)).json()).toEqual({ limits: ['api'] });
+  });
+
+  it('applies to routes registered in other encapsulated contexts', async () => {
+    const limiter = createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], store: memoryStore() });
+    const app = Fastify();
+    await app.register(rateLimitPlugin, { limiter });
+    await app.register(
+      async (child) => {
+        child.get('/x', () => 'x');
+        await Promise.resolve();
+      },
+      { prefix: '/child' },
+    );
+    const running = await run(app);
+    apps.push(running);
+    expect((await raw(running.url, '/child/x')).status).toBe(200);
+    expect((await raw(running.url, '/child/x')).status).toBe(429);
+  });
+});
