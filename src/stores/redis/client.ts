@@ -59,7 +59,7 @@ function hasMethod(o: object, name: string): boolean {
 /**
  * Wraps the user's client. Detection: ioredis has `evalsha` (and `isCluster`
  * on both `Redis` and `Cluster`); node-redis has `evalSha`, and its cluster
- * has `getSlotRandomNode`. `cluster` overrides the detection.
+ * has `getSlotRandomNode` / `getSlotMaster`. `cluster` overrides the detection.
  */
 export function adaptClient(client: unknown, cluster: boolean | undefined): ScriptRunner {
   if (client === null || typeof client !== 'object') {
@@ -85,7 +85,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
     const c = client as NodeRedisLike;
     return {
       flavour: 'node-redis',
-      cluster: cluster ?? hasMethod(client, 'getSlotRandomNode'),
+      cluster: cluster ?? (hasMethod(client, 'getSlotRandomNode') || hasMethod(client, 'getSlotMaster')),
       clientKeyPrefix: '',
       async run(script, keys, args) {
         const options = { keys, arguments: args };
