@@ -60,6 +60,20 @@ describe('hono: adapter specifics', () => {
     expect(() => rateLimit(byUser)).not.toThrow();
   });
 
+  it('adds the fields to a Response the handler built itself', async () => {
+    const limiter = createLimiter({ limits: [{ name: 'per-user', purpose: 'abuse', limit: 5, window: '1m', key: 'principal' }], store: memoryStore() });
+    const app = new Hono<{ Variables: RateLimitVariables }>();
+    app.use(rateLimit(limiter, { identify: (c) => c.req.header('x-user') }));
+    app.get('/raw', () => new Response('raw', { headers: { 'x-own': '1' } }));
+    const running = await run(app);
+    apps.push(running);
+    const r = await raw(running.url, '/raw', { headers: { 'x-user': 'alice' } });
+    expect(r.body).toBe('raw');
+    expect(r.headers['x-own']).toBe('1');
+    expect(r.headers['ratelimit-policy']).toMatch(/^"per-user";q=5;w=60;pk=:/);
+    expect(r.headers['ratelimit']).toMatch(/^"per-user";r=4;t=12;pk=:/);
+  });
+
   it('takes a limiter per route and exposes the decision with c.get', async () => {
     const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
     const app = new Hono<{ Variables: RateLimitVariables }>();

@@ -101,11 +101,13 @@ export function rateLimit(limiter: Limiter, options: HonoRateLimitOptions = {}):
     }
     if (result.kind === 'gone') return new Response(null, { status: 499 });
     if (result.kind === 'respond') return toResponse(result.response);
-    for (const [name, value] of Object.entries(result.headers)) c.header(name, value);
+    const fields = Object.entries(result.headers);
+    for (const [name, value] of fields) c.header(name, value);
     const decision = result.decision;
     c.set('rateLimit', decision);
     if (decision === undefined) {
       await next();
+      addMissing(c, fields);
       return undefined;
     }
     const release = releaseOnce(decision);
@@ -117,6 +119,20 @@ export function rateLimit(limiter: Limiter, options: HonoRateLimitOptions = {}):
       signal.removeEventListener('abort', release);
       release();
     }
+    addMissing(c, fields);
     return undefined;
   };
+}
+
+/** A handler that returned its own `Response` skipped the fields set with `c.header`; add them (copying an immutable response). */
+function addMissing(c: Context, fields: ReadonlyArray<readonly [string, string]>): void {
+  const missing = fields.filter(([name]) => !c.res.headers.has(name));
+  if (missing.length === 0) return;
+  try {
+    for (const [name, value] of missing) c.res.headers.set(name, value);
+  } catch {
+    const copy = new Response(c.res.body, c.res);
+    for (const [name, value] of missing) copy.headers.set(name, value);
+    c.res = copy;
+  }
 }
