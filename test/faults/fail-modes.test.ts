@@ -1,0 +1,224 @@
+/**
+ * The fail-mode clause against real redis-server processes that the test
+ * kills, pauses (SIGSTOP) and fills (maxmemory): a chain with one abuse limit
+ * (closed) and one shedding limit (degraded), each on its own Redis.
+ *
+ * The limiter runs on a manual clock (grace periods and breaker cool-downs
+ * advance instantly); Redis decides at its own server time; deadlines are
+ * real timers. Every phase has a time budget.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CHANNELS, createLimiter, ManualClock, type Limiter, type LimitDefinition } from '../../src/index.js';
+import { redisStore } from '../../src/stores/redis/index.js';
+import { redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { eventually, failFastClient, load, p99, serverPid } from './helpers.js';
+
+const DEADLINE_MS = 100;
+/** Latency allowed above the deadline on a loaded 2-core machine. */
+const MARGIN_MS = 150;
+const COOLDOWN_MS = 1000;
+const GRACE_MS = 10_000;
+const LOGIN_N = 5;
+const SEARCH_N = 40;
+const K = 4;
+
+const LIMITS: LimitDefinition[] = [
+  { name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: LOGIN_N, window: '15m', key: 'principal', store: 'auth', failClosedAfter: GRACE_MS },
+  { name: 'search', purpose: 'shedding', algorithm: 'token-bucket', limit: SEARCH_N, window: '1h', key: 'header.x-search', store: 'edge' },
+];
+const login = (who: string) => ({ principal: who });
+const search = () => ({ headers: { 'x-search': 'q' } });
+
+interface Rig {
+  auth: RedisServer;
+  edge: RedisServer;
+  authClient: Redis;
+  edgeClient: Redis;
+  clock: ManualClock;
+  limiter: Limiter;
+  newLimiter(): Limiter;
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+}, 30_000);
+
+async function rig(authExtra: readonly string[] = []): Promise<Rig> {
+  const auth = await startRedis(authExtra);
+  cleanups.push(() => auth.stop());
+  const edge = await startRedis();
+  cleanups.push(() => edge.stop());
+  const authClient = await failFastClient(auth.port);
+  const edgeClient = await failFastClient(edge.port);
+  cleanups.push(async () => authClient.disconnect());
+  cleanups.push(async () => edgeClient.disconnect());
+  const clock = new ManualClock(Date.now());
+  const breaker = { failureThreshold: 3, cooldownMs: COOLDOWN_MS };
+  const newLimiter = (): Limiter =>
+    createLimiter({
+      clock,
+      replicas: K,
+      stores: {
+        auth: redisStore({ client: authClient, prefix: 'fm:', deadlineMs: DEADLINE_MS, breaker }),
+        edge: redisStore({ client: edgeClient, prefix: 'fm:', deadlineMs: DEADLINE_MS, breaker }),
+      },
+      limits: LIMITS,
+    });
+  const limiter = newLimiter();
+  // Warm up (script load, connection) on keys the test does not use, so the healthy phase measures steady state.
+  const warm = await eventually(10_000, async () => {
+    const a = await limiter.check(login('warm-up'));
+    const b = await limiter.check({ headers: { 'x-search': 'warm-up' } });
+    return a.results[0]?.source === 'store' && b.results[1]?.source === 'store' && Object.values(limiter.breakerStates()).every((x) => x === 'closed');
+  });
+  expect(warm).toBe(true);
+  return { auth, edge, authClient, edgeClient, clock, limiter, newLimiter };
+}
+
+function listen(name: string): unknown[] {
+  const seen: unknown[] = [];
+  const fn = (m: unknown): void => void seen.push(m);
+  subscribe(name, fn);
+  cleanups.push(async () => void unsubscribe(name, fn));
+  return seen;
+}
+
+async function healthyPhase(r: Rig): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    const d = await r.limiter.check(login('p1'));
+    expect([d.allowed, d.results[0]?.source]).toEqual([true, 'store']);
+  }
+  for (let i = 0; i < 5; i++) expect((await r.limiter.check(search())).results[1]?.source).toBe('store');
+}
+
+/** While both stores are down: every check resolves fast, login enforces N locally, search ceil(N/k). */
+async function downPhase(r: Rig): Promise<void> {
+  const runs = await load(r.limiter, 80, 20, (i) => (i % 2 === 0 ? login('p1') : search()));
+  const logins = runs.filter((x) => x.i % 2 === 0);
+  const searches = runs.filter((x) => x.i % 2 === 1);
+  expect(logins.filter((x) => x.decision.allowed)).toHaveLength(LOGIN_N);
+  expect(searches.filter((x) => x.decision.allowed)).toHaveLength(Math.ceil(SEARCH_N / K));
+  expect(new Set(logins.map((x) => x.decision.results[0]?.source))).toEqual(new Set(['local']));
+  expect(new Set(searches.map((x) => x.decision.results[1]?.source))).toEqual(new Set(['local']));
+  expect(runs.every((x) => x.decision.status !== 500)).toBe(true);
+  expect(p99(runs.map((x) => x.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+  expect(r.limiter.breakerStates()).toEqual({ auth: 'open', edge: 'open' });
+}
+
+/** After the grace period the abuse limit answers 503; the shedding limit never fails closed. */
+async function gracePhase(r: Rig): Promise<void> {
+  r.clock.advance(GRACE_MS);
+  for (const who of ['p1', 'someone-new']) {
+    const d = await r.limiter.check(login(who));
+    expect([d.allowed, d.status, d.outcome, d.limit]).toEqual([false, 503, 'fail-closed', 'login']);
+    expect(d.retryAfterMs).toBeGreaterThan(0);
+  }
+  const s = await r.limiter.check(search());
+  expect(s.outcome).not.toBe('fail-closed');
+  expect(s.results[1]?.source).toBe('local');
+}
+
+/** After recovery, each store's breaker closes within two cool-downs and enforcement is shared again. */
+async function recoveryPhase(r: Rig): Promise<void> {
+  expect(await eventually(10_000, async () => r.authClient.status === 'ready' && r.edgeClient.status === 'ready')).toBe(true);
+  let cooldowns = 0;
+  while (cooldowns < 2 && Object.values(r.limiter.breakerStates()).some((s) => s !== 'closed')) {
+    r.clock.advance(COOLDOWN_MS);
+    cooldowns++;
+    await r.limiter.check(login('probe'));
+    await r.limiter.check(search());
+  }
+  expect(r.limiter.breakerStates()).toEqual({ auth: 'closed', edge: 'closed' });
+  // Shared: a second limiter (another replica) sees the first one's consumption.
+  const other = r.newLimiter();
+  for (let i = 0; i < LOGIN_N; i++) expect((await (i % 2 === 0 ? r.limiter : other).check(login('p3'))).allowed).toBe(true);
+  const over = await other.check(login('p3'));
+  expect([over.allowed, over.status, over.results[0]?.source]).toEqual([false, 429, 'store']);
+}
+
+describe('fail modes against a real Redis', () => {
+  it('Redis killed mid-load: fast local decisions, N and ceil(N/k), 503 after the grace period, shared again after restart', async () => {
+    const r = await rig();
+    await healthyPhase(r);
+    process.kill(await serverPid(r.auth), 'SIGKILL');
+    process.kill(await serverPid(r.edge), 'SIGKILL');
+    await downPhase(r);
+    await gracePhase(r);
+    await r.auth.restart();
+    await r.edge.restart();
+    await recoveryPhase(r);
+  }, 60_000);
+
+  it('Redis paused with SIGSTOP (socket open, no answers): the deadline cuts every call off and the breaker stops calling', async () => {
+    const r = await rig();
+    const timeouts = listen(CHANNELS.timeout);
+    await healthyPhase(r);
+    const pids = [await serverPid(r.auth), await serverPid(r.edge)];
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    cleanups.push(async () => {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    });
+    try {
+      await downPhase(r);
+      // Timeouts, not connection errors, drove it: at most threshold + probes per store.
+      expect(timeouts.length).toBeGreaterThanOrEqual(2);
+      await gracePhase(r);
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    }
+    await recoveryPhase(r);
+  }, 60_000);
+
+  it('Redis out of memory (maxmemory, noeviction): errors are store failures, never admissions', async () => {
+    const r = await rig(['--maxmemory', '4mb', '--maxmemory-policy', 'noeviction']);
+    const errors = listen(CHANNELS.storeError) as Array<{ error: Error; store: string }>;
+    await healthyPhase(r);
+    const filler = 'x'.repeat(16 * 1024);
+    let full = false;
+    for (let i = 0; i < 2000 && !full; i++) {
+      try {
+        await r.authClient.set(`junk:${i}`, filler);
+      } catch (error) {
+        full = /OOM/.test((error as Error).message);
+      }
+    }
+    expect(full).toBe(true);
+    // Keep it solidly over the limit (freed client buffers could otherwise let a few writes through).
+    const used = Number(/used_memory:(\d+)/.exec(await redisCli(r.auth.port, 'INFO', 'memory'))?.[1]);
+    await redisCli(r.auth.port, 'CONFIG', 'SET', 'maxmemory', String(Math.floor(used / 2)));
+    // A fresh principal: if the script's error were mistaken for an answer it would show as source 'store'.
+    const runs = await load(r.limiter, 20, 5, () => login('fresh'));
+    expect(runs.filter((x) => x.decision.allowed)).toHaveLength(LOGIN_N);
+    expect(runs.every((x) => x.decision.results[0]?.source === 'local')).toBe(true);
+    expect(errors.some((e) => e.store === 'auth' && /OOM/.test(String(e.error.message)))).toBe(true);
+    // The healthy edge store is untouched.
+    expect((await r.limiter.check(search())).results[1]?.source).toBe('store');
+    r.clock.advance(GRACE_MS);
+    expect((await r.limiter.check(login('fresh'))).outcome).toBe('fail-closed');
+    // Memory freed: the breaker's probe succeeds and the store decides again.
+    await redisCli(r.auth.port, 'FLUSHALL');
+    await redisCli(r.auth.port, 'CONFIG', 'SET', 'maxmemory', '0');
+    r.clock.advance(COOLDOWN_MS);
+    expect((await r.limiter.check(login('fresh'))).results[0]?.source).toBe('store');
+  }, 60_000);
+
+  it("only the failed store's limits change behaviour", async () => {
+    const r = await rig();
+    await healthyPhase(r);
+    process.kill(await serverPid(r.auth), 'SIGKILL');
+    const other = r.newLimiter();
+    const runs = await load(r.limiter, 40, 10, (i) => (i % 2 === 0 ? login('p1') : search()));
+    expect(runs.filter((x) => x.i % 2 === 0).every((x) => x.decision.results[0]?.source === 'local')).toBe(true);
+    const searches = runs.filter((x) => x.i % 2 === 1);
+    expect(searches.every((x) => x.decision.results[1]?.source === 'store' && x.decision.allowed)).toBe(true);
+    // Still shared: another replica sees all 5 + 20 search admissions in Redis.
+    const seen = await other.check(search());
+    expect(seen.results[1]?.source).toBe('store');
+    expect(seen.results[1]?.remaining).toBe(SEARCH_N - 5 - 20 - 1);
+    expect(r.limiter.breakerStates()).toEqual({ auth: 'open', edge: 'closed' });
+    await r.auth.restart();
+  }, 60_000);
+});
