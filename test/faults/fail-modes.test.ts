@@ -53,8 +53,8 @@ async function rig(authExtra: readonly string[] = []): Promise<Rig> {
   cleanups.push(() => edge.stop());
   const authClient = await failFastClient(auth.port);
   const edgeClient = await failFastClient(edge.port);
-  cleanups.push(async () => authClient.disconnect());
-  cleanups.push(async () => edgeClient.disconnect());
+  cleanups.push(() => Promise.resolve(authClient.disconnect()));
+  cleanups.push(() => Promise.resolve(edgeClient.disconnect()));
   const clock = new ManualClock(Date.now());
   const breaker = { failureThreshold: 3, cooldownMs: COOLDOWN_MS };
   const newLimiter = (): Limiter =>
@@ -82,7 +82,7 @@ function listen(name: string): unknown[] {
   const seen: unknown[] = [];
   const fn = (m: unknown): void => void seen.push(m);
   subscribe(name, fn);
-  cleanups.push(async () => void unsubscribe(name, fn));
+  cleanups.push(() => Promise.resolve(void unsubscribe(name, fn)));
   return seen;
 }
 
@@ -123,7 +123,7 @@ async function gracePhase(r: Rig): Promise<void> {
 
 /** After recovery, each store's breaker closes within two cool-downs and enforcement is shared again. */
 async function recoveryPhase(r: Rig): Promise<void> {
-  expect(await eventually(10_000, async () => r.authClient.status === 'ready' && r.edgeClient.status === 'ready')).toBe(true);
+  expect(await eventually(10_000, () => Promise.resolve(r.authClient.status === 'ready' && r.edgeClient.status === 'ready'))).toBe(true);
   let cooldowns = 0;
   while (cooldowns < 2 && Object.values(r.limiter.breakerStates()).some((s) => s !== 'closed')) {
     r.clock.advance(COOLDOWN_MS);
@@ -158,8 +158,9 @@ describe('fail modes against a real Redis', () => {
     await healthyPhase(r);
     const pids = [await serverPid(r.auth), await serverPid(r.edge)];
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
-    cleanups.push(async () => {
+    cleanups.push(() => {
       for (const pid of pids) process.kill(pid, 'SIGCONT');
+      return Promise.resolve();
     });
     try {
       await downPhase(r);
