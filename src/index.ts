@@ -46,3 +46,16 @@ export {
   type ConcurrencyState,
   type Lease,
 } from './algorithms/index.js';
+export {
+  mapDecision,
+  resolveResponseOptions,
+  retryAfterSeconds,
+  PROBLEM_TYPES,
+  HttpGuard,
+  type HttpResponse,
+  type GuardOptions,
+  type Advertise,
+  type HeaderShape,
+  type TrustProxy,
+} from './http/index.js';
+export { StoreGuard, StoreTimeoutError, BreakerOpenError, DEFAULT_DEADLINE_MS, type BreakerOptions, type BreakerState } from './core/guard.js';
