@@ -74,7 +74,7 @@ describe('slot groups (standalone server addressed as a Cluster)', () => {
     const io = await connectStandalone('ioredis', (server as RedisServer).port);
     try {
       const store = redisStore({ client: failing(io.client as Redis), prefix: 'grp:' });
-      expect(store.client.cluster).toBe(true);
+      expect(store.clientInfo.cluster).toBe(true);
       const ok = limit('ok', 'gcra', 3);
       const boom = limit('boom', 'gcra', 3);
       const op = (l: CompiledLimit): StoreOp => ({ limit: l, key: 'k', cost: 1, leaseId: undefined });

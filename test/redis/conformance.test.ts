@@ -45,7 +45,7 @@ for (const topology of ['standalone', 'cluster'] as const) {
       {
         createStore: () => {
           const store = redisStore({ client: clientFor(name).client, prefix: `conf:${randomBytes(4).toString('hex')}:`, timeMode: 'client', ttlGraceMs: 600_000 });
-          expect(store.client).toEqual({ flavour, cluster: topology === 'cluster' });
+          expect(store.clientInfo).toEqual({ flavour, cluster: topology === 'cluster' });
           return store;
         },
       },

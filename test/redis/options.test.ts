@@ -11,11 +11,11 @@ const nodeCluster = { evalSha: never, eval: never, getSlotRandomNode: () => unde
 
 describe('redisStore options', () => {
   it('detects the client flavour and topology', () => {
-    expect(redisStore({ client: io }).client).toEqual({ flavour: 'ioredis', cluster: false });
-    expect(redisStore({ client: ioCluster }).client).toEqual({ flavour: 'ioredis', cluster: true });
-    expect(redisStore({ client: nodeRedis }).client).toEqual({ flavour: 'node-redis', cluster: false });
-    expect(redisStore({ client: nodeCluster }).client).toEqual({ flavour: 'node-redis', cluster: true });
-    expect(redisStore({ client: io, cluster: true }).client.cluster).toBe(true);
+    expect(redisStore({ client: io }).clientInfo).toEqual({ flavour: 'ioredis', cluster: false });
+    expect(redisStore({ client: ioCluster }).clientInfo).toEqual({ flavour: 'ioredis', cluster: true });
+    expect(redisStore({ client: nodeRedis }).clientInfo).toEqual({ flavour: 'node-redis', cluster: false });
+    expect(redisStore({ client: nodeCluster }).clientInfo).toEqual({ flavour: 'node-redis', cluster: true });
+    expect(redisStore({ client: io, cluster: true }).clientInfo.cluster).toBe(true);
   });
 
   it.each([

@@ -98,7 +98,7 @@ export class RedisStore implements Store {
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
-  get client(): { readonly flavour: 'ioredis' | 'node-redis'; readonly cluster: boolean } {
+  get clientInfo(): { readonly flavour: 'ioredis' | 'node-redis'; readonly cluster: boolean } {
     return { flavour: this.#runner.flavour, cluster: this.#runner.cluster };
   }
 
