@@ -4,7 +4,7 @@
  * user identifier ever appears in a key or a value.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { algorithms, createLimiter, type AlgorithmName, type LimitDefinition } from '../../src/index.js';
+import { algorithms, createLimiter, memoryStore, type AlgorithmName, type LimitDefinition, type Store } from '../../src/index.js';
 import { decodeState, redisStore } from '../../src/stores/redis/index.js';
 import { connectStandalone, type TestClient } from './helpers/clients.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
@@ -112,5 +112,47 @@ describe('keys in Redis (server time)', () => {
     await store.refund([op], 0);
     expect(await scanAll(client, 'kr:*')).toEqual([]);
     limiter.close();
+  });
+
+  it('when another store rejects, the limiter refund gives back at the instant Redis decided (server time)', async () => {
+    const client = io?.client as Redis;
+    const redis = redisStore({ client, prefix: 'km:', deadlineMs: 2000 });
+    // Refunds arrive a few ms after the decision, so the server clock has moved on.
+    const store: Store = {
+      kind: redis.kind,
+      deadlineMs: redis.deadlineMs,
+      evaluate: (ops, now) => redis.evaluate(ops, now),
+      refund: async (ops, now) => {
+        await new Promise((r) => setTimeout(r, 5));
+        await redis.refund(ops, now);
+      },
+      release: (op, now) => redis.release(op, now),
+    };
+    const limiter = createLimiter({
+      limits: [
+        // A sliding log can only give back the entry stamped with the decision's own instant.
+        { name: 'm-log', purpose: 'abuse', algorithm: 'sliding-log', limit: 5, window: '1h', key: 'ip', store: 'shared' },
+        { name: 'm-tight', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip' },
+      ],
+      store: memoryStore(),
+      stores: { shared: store },
+      // The limiter's clock is far from the server's: the refund must not use it.
+      clock: { now: () => 1_000 },
+    });
+    try {
+      expect((await limiter.check({ ip: '192.0.2.1' })).allowed).toBe(true);
+      for (let i = 0; i < 3; i++) {
+        const d = await limiter.check({ ip: '192.0.2.1' });
+        expect(d.allowed).toBe(false);
+        expect(d.results[0]?.source).toBe('store');
+      }
+      const [key] = await scanAll(client, 'km:*');
+      const log = decodeState('sliding-log', (await client.get(key as string)) as string) as number[];
+      // One entry of cost 1: the three rejected requests were all given back.
+      expect(log.length).toBe(2);
+      expect(log[1]).toBe(1);
+    } finally {
+      limiter.close();
+    }
   });
 });
