@@ -9,10 +9,10 @@ import type { Redis } from 'ioredis';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileLimit, type CompiledLimit, type StoreOp } from '../../src/index.js';
-import { keySlot, redisStore, type IoredisLike } from '../../src/stores/redis/index.js';
+import { chainScript, heartbeatScript, keySlot, redisStore, refundScript, releaseScript, type IoredisLike } from '../../src/stores/redis/index.js';
 import { conformanceCases, runConformanceCase } from '../../src/testing/index.js';
 import { connectCluster, connectStandalone, type TestClient } from './helpers/clients.js';
-import { startCluster, startRedis, type RedisClusterServers, type RedisServer } from './helpers/redis-server.js';
+import { redisCli, startCluster, startRedis, type RedisClusterServers, type RedisServer } from './helpers/redis-server.js';
 
 let cluster: RedisClusterServers | undefined;
 let server: RedisServer | undefined;
@@ -56,6 +56,16 @@ describe.each(['ioredis', 'node-redis'] as const)('Cluster with %s (server time)
         [false, false, 0],
       ]);
     }
+  });
+});
+
+describe.each(['ioredis', 'node-redis'] as const)('preload on a Cluster with %s', (flavour) => {
+  it('loads every script on every master', async () => {
+    const ports = (cluster as RedisClusterServers).ports;
+    await Promise.all(ports.map((p) => redisCli(p, 'script', 'flush')));
+    await redisStore({ client: (clients.find((c) => c.flavour === flavour) as TestClient).client }).preload();
+    const shas = [chainScript, refundScript, releaseScript, heartbeatScript].map((s) => s.sha1);
+    for (const p of ports) expect((await redisCli(p, 'script', 'exists', ...shas)).replace(/\s+/g, '')).toBe('1111');
   });
 });
 

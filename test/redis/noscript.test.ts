@@ -84,6 +84,15 @@ describe.each(['ioredis', 'node-redis'] as const)('NOSCRIPT recovery with %s', (
   });
 });
 
+describe.each(['ioredis', 'node-redis'] as const)('preload with %s', (flavour) => {
+  it('loads every script (SCRIPT EXISTS after SCRIPT FLUSH)', async () => {
+    const store = redisStore({ client: (clients.get(flavour) as TestClient).client });
+    await redisCli((server as RedisServer).port, 'script', 'flush');
+    await store.preload();
+    expect(await scriptsCached()).toBe('1111');
+  });
+});
+
 describe('NOSCRIPT recovery after a server restart on the same port', () => {
   it('both clients reconnect and their next calls succeed', async () => {
     const srv = server as RedisServer;

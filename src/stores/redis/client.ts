@@ -38,6 +38,43 @@ export interface ScriptRunner {
    * failed-over server) runs it once by EVAL, which also caches it again.
    */
   run(script: LuaScript, keys: string[], args: string[]): Promise<unknown>;
+  /** SCRIPT LOAD of `scripts` on the server, or on every master of a Cluster. */
+  preload(scripts: readonly LuaScript[]): Promise<void>;
+}
+
+type Loader = (text: string) => Promise<unknown>;
+
+function method(o: unknown, name: string): ((...args: unknown[]) => unknown) | undefined {
+  if (o === null || typeof o !== 'object') return undefined;
+  const f = (o as Record<string, unknown>)[name];
+  return typeof f === 'function' ? (f as (...args: unknown[]) => unknown).bind(o) : undefined;
+}
+
+/** ioredis: `script('LOAD', text)` on the client, or on each of `nodes('master')` of a Cluster. */
+function ioredisLoaders(c: IoredisLike, cluster: boolean): Loader[] {
+  const nodes = cluster ? method(c, 'nodes') : undefined;
+  const targets: unknown[] = nodes === undefined ? [c] : (nodes('master') as unknown[]);
+  return targets.map((t) => {
+    const script = method(t, 'script');
+    if (script === undefined) throw new Error('redis store: this ioredis client has no script()');
+    return (text: string) => script('LOAD', text) as Promise<unknown>;
+  });
+}
+
+/** node-redis: `scriptLoad(text)` on the client, or on `nodeClient(master)` for each of a cluster's `masters`. */
+async function nodeRedisLoaders(c: NodeRedisLike, cluster: boolean): Promise<Loader[]> {
+  const nodeClient = method(c, 'nodeClient');
+  const masters = (c as { masters?: unknown }).masters;
+  const targets: unknown[] = cluster && nodeClient !== undefined && Array.isArray(masters) ? await Promise.all(masters.map((m) => nodeClient(m))) : [c];
+  return targets.map((t) => {
+    const scriptLoad = method(t, 'scriptLoad');
+    if (scriptLoad === undefined) throw new Error('redis store: this node-redis client has no scriptLoad()');
+    return (text: string) => scriptLoad(text) as Promise<unknown>;
+  });
+}
+
+async function loadAll(loaders: readonly Loader[], scripts: readonly LuaScript[]): Promise<void> {
+  await Promise.all(loaders.flatMap((load) => scripts.map((s) => load(s.text))));
 }
 
 function isNoScript(error: unknown): boolean {
@@ -67,9 +104,10 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
   }
   if (hasMethod(client, 'evalsha') && hasMethod(client, 'eval')) {
     const c = client as IoredisLike;
+    const isCluster = cluster ?? c.isCluster === true;
     return {
       flavour: 'ioredis',
-      cluster: cluster ?? c.isCluster === true,
+      cluster: isCluster,
       clientKeyPrefix: readKeyPrefix(c.options),
       async run(script, keys, args) {
         try {
@@ -79,13 +117,15 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
           return await c.eval(script.text, keys.length, ...keys, ...args);
         }
       },
+      preload: (scripts) => loadAll(ioredisLoaders(c, isCluster), scripts),
     };
   }
   if (hasMethod(client, 'evalSha') && hasMethod(client, 'eval')) {
     const c = client as NodeRedisLike;
+    const isCluster = cluster ?? (hasMethod(client, 'getSlotRandomNode') || hasMethod(client, 'getSlotMaster'));
     return {
       flavour: 'node-redis',
-      cluster: cluster ?? (hasMethod(client, 'getSlotRandomNode') || hasMethod(client, 'getSlotMaster')),
+      cluster: isCluster,
       clientKeyPrefix: '',
       async run(script, keys, args) {
         const options = { keys, arguments: args };
@@ -96,6 +136,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
           return await c.eval(script.text, options);
         }
       },
+      preload: async (scripts) => loadAll(await nodeRedisLoaders(c, isCluster), scripts),
     };
   }
   throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client: it has neither evalsha (ioredis) nor evalSha (node-redis)');

@@ -137,6 +137,16 @@ export class RedisStore implements Store {
   }
 
   /**
+   * Loads every script on the server (on every master of a Cluster) with
+   * SCRIPT LOAD, so the first checks after a start pay no NOSCRIPT round
+   * trip. Optional: without it the first call on each node loads the script
+   * itself. Rejects if a node cannot be reached.
+   */
+  async preload(): Promise<void> {
+    await this.#runner.preload([chainScript, refundScript, releaseScript, heartbeatScript]);
+  }
+
+  /**
    * Replica discovery (`createLimiter({ replicas: 'discover' })`): records
    * that `instanceId` is alive for `ttlMs` in the sorted set
    * `<prefix>replicas` and resolves with the number of live instances.
