@@ -6,7 +6,7 @@ import { ConfigError, UsageError } from './errors.js';
 import { decisionChannel, failClosedChannel, fallbackChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { StoreGuard, StoreTimeoutError } from './guard.js';
 import { boundKey } from './keys.js';
-import { CheckDecision, type Lease } from './decision.js';
+import { CheckDecision, SingleDecision, type Lease } from './decision.js';
 import { isSyncStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
@@ -62,6 +62,8 @@ class ChainLimiter implements Limiter {
   readonly #clock: Clock;
   readonly #groups: readonly Group[];
   readonly #single: Group | undefined;
+  /** One limit on a memory store, not concurrency: decided without building a chain. */
+  readonly #fast: { readonly limit: CompiledLimit; readonly store: MemoryStore } | undefined;
   readonly #local = new MemoryStore({ maxKeys: 100_000 });
   readonly #localLimits = new Map<string, CompiledLimit>();
   #replicas: number;
@@ -101,6 +103,9 @@ class ChainLimiter implements Limiter {
     if (replicas === 'discover') this.#startDiscovery(defaultStore, options.heartbeatMs ?? 5000);
     this.#groups = [...groups.values()];
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
+    const only = this.limits.length === 1 ? this.limits[0] : undefined;
+    const onlyStore = this.#single?.store;
+    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && onlyStore instanceof MemoryStore ? { limit: only, store: onlyStore } : undefined;
     this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
   }
 
@@ -141,6 +146,37 @@ class ChainLimiter implements Limiter {
   }
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
+    const fast = this.#fast;
+    if (fast !== undefined) {
+      const decision = this.#checkFast(fast.limit, fast.store, ctx, options);
+      if (decision !== undefined) return decision;
+    }
+    return this.#checkChain(ctx, options);
+  }
+
+  /** The fast path; `undefined` hands the request to the general path (no key, or anything unusual). */
+  #checkFast(limit: CompiledLimit, store: MemoryStore, ctx: RequestContext, options: CheckOptions | undefined): Promise<Decision> | undefined {
+    const cost = options?.cost ?? limit.cost;
+    if (!Number.isSafeInteger(cost) || cost < 1) return undefined;
+    let raw: string | undefined;
+    try {
+      raw = limit.key(ctx);
+    } catch {
+      return undefined;
+    }
+    if (raw === undefined) return undefined;
+    const now = this.#clock.now();
+    let decision: SingleDecision;
+    try {
+      decision = new SingleDecision(limit, store.decideOne(limit, boundKey(raw), cost, now));
+    } catch {
+      return undefined;
+    }
+    if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
+    return Promise.resolve(decision);
+  }
+
+  #checkChain(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
     let ops: Array<StoreOp | undefined>;
     let now: number;
     let complete: boolean;

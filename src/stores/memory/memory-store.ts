@@ -1,9 +1,10 @@
 import { algorithms } from '../../algorithms/registry.js';
-import type { Algorithm, AlgorithmParams } from '../../algorithms/types.js';
+import type { Algorithm, AlgorithmParams, AlgorithmResult } from '../../algorithms/types.js';
 import { releaseLease, type ConcurrencyState } from '../../algorithms/concurrency.js';
 import { runChain, runRefund, type StateAccess } from '../../core/chain.js';
 import { ConfigError } from '../../core/errors.js';
 import type { StoreOp, StoreOpResult, SyncStore } from '../../core/store.js';
+import type { CompiledLimit } from '../../core/types.js';
 
 /** Options of `memoryStore()`. */
 export interface MemoryStoreOptions {
@@ -115,26 +116,34 @@ export class MemoryStore implements SyncStore {
     return runChain(ops, now, this.#access(ops, now));
   }
 
-  /** runChain for a chain of one op (the common case): one map lookup, state updated in place. */
+  /** runChain for a chain of one op (the common case), without the accessor allocations. */
   #single(op: StoreOp, now: number): StoreOpResult {
-    const table = this.#table(op);
-    let key = op.key;
+    const r = this.decideOne(op.limit, op.key, op.cost, now, op.leaseId);
+    if (r.allowed) return { allowed: true, consumed: op.cost > 0, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
+    return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
+  }
+
+  /**
+   * Decides a chain of exactly one limit and returns the algorithm's result:
+   * alone in its chain, an op that admits is consumed (when its cost is
+   * above 0). One map lookup; state updated in place where the algorithm
+   * allows. The limiter's single-limit fast path calls this directly.
+   */
+  decideOne(limit: CompiledLimit, rawKey: string, cost: number, now: number, leaseId?: string): AlgorithmResult<unknown> {
+    const table = this.#tableOf(limit);
+    let key = rawKey;
     let state = table.map.get(key);
     const own = state !== undefined;
     if (!own) {
       key = this.#resolve(table, key, now, true);
       if (table.overflowUsed > 0) state = table.map.get(key.startsWith(OVERFLOW_PREFIX) ? key : this.#slotKey(key));
     }
-    const r = table.algo.decide(state, now, op.cost, op.limit.params, op.leaseId);
-    if (r.allowed) {
-      // Alone in its chain, an admitting op admits the chain.
-      if (op.cost > 0) {
-        const next = r.state;
-        if (!own || next === undefined || !table.algo.overwrite(state, next)) this.#write(table, key, next, now);
-      }
-      return { allowed: true, consumed: op.cost > 0, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
+    const r = table.algo.decide(state, now, cost, limit.params, leaseId);
+    if (r.allowed && cost > 0) {
+      const next = r.state;
+      if (!own || next === undefined || !table.algo.overwrite(state, next)) this.#write(table, key, next, now);
     }
-    return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
+    return r;
   }
 
   refund(ops: readonly StoreOp[], now: number): Promise<void> {
@@ -164,17 +173,21 @@ export class MemoryStore implements SyncStore {
     if (table?.map.delete(key) === true) this.#size--;
   }
 
-  #lastLimit: StoreOp['limit'] | undefined;
+  #lastLimit: CompiledLimit | undefined;
   #lastTable: Table | undefined;
 
   #table(op: StoreOp): Table {
-    if (op.limit === this.#lastLimit) return this.#lastTable as Table;
-    let t = this.#tables.get(op.limit.id);
+    return this.#tableOf(op.limit);
+  }
+
+  #tableOf(limit: CompiledLimit): Table {
+    if (limit === this.#lastLimit) return this.#lastTable as Table;
+    let t = this.#tables.get(limit.id);
     if (t === undefined) {
-      t = new Table(algorithms[op.limit.algorithm], op.limit.params);
-      this.#tables.set(op.limit.id, t);
+      t = new Table(algorithms[limit.algorithm], limit.params);
+      this.#tables.set(limit.id, t);
     }
-    this.#lastLimit = op.limit;
+    this.#lastLimit = limit;
     this.#lastTable = t;
     return t;
   }
