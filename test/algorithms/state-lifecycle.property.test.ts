@@ -1,0 +1,98 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  concurrency,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  type Algorithm,
+  type AlgorithmParams,
+  type AlgorithmResult,
+} from '../../src/index.js';
+import { drive, fcBudget, paramsArb, trafficArb } from '../helpers/fc-budget.js';
+
+const cases: ReadonlyArray<readonly [string, Algorithm<unknown>, boolean]> = [
+  ['fixed-window', fixedWindow, false],
+  ['sliding-log', slidingLog, false],
+  ['sliding-window', slidingWindow, false],
+  ['token-bucket', tokenBucket, false],
+  ['gcra', gcra, false],
+  ['leaky-bucket (meter)', leakyBucket, false],
+  ['leaky-bucket (queue)', leakyBucket, true],
+  ['concurrency', concurrency, false],
+];
+
+/** What a client can observe of a decision. */
+function seen(r: AlgorithmResult<unknown>): readonly [boolean, number, number, number, number] {
+  return [r.allowed, r.remaining, r.resetMs, r.retryAfterMs, r.delayMs];
+}
+
+/** The decisions of every cost from 0 to capacity + 1 on `state` at `now`. */
+function answers(algo: Algorithm<unknown>, state: unknown, now: number, p: AlgorithmParams): ReadonlyArray<ReturnType<typeof seen>> {
+  const out: Array<ReturnType<typeof seen>> = [];
+  for (let cost = 0; cost <= algo.capacity(p) + 1; cost++) out.push(seen(algo.decide(state, now, cost, p, 'probe')));
+  return out;
+}
+
+describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
+  it('resetMs is the state life: now + resetMs = expiresAt(state), and 0 when there is no state', () => {
+    fc.assert(
+      fc.property(trafficArb(algo, paramsArb({ burst: algo.usesBurst, queue })), (traffic) => {
+        for (const d of drive(algo, traffic)) {
+          const r = d.result;
+          if (r.state === undefined) expect(r.resetMs).toBe(0);
+          else expect(d.now + r.resetMs).toBe(algo.expiresAt(r.state, traffic.p));
+        }
+      }),
+      fcBudget(),
+    );
+  });
+
+  it('expiresAt is neither early (the store may reclaim the state then) nor late', () => {
+    fc.assert(
+      fc.property(trafficArb(algo, paramsArb({ burst: algo.usesBurst, queue }), 30), (traffic) => {
+        const { p } = traffic;
+        for (const d of drive(algo, traffic)) {
+          const s = d.result.state;
+          if (s === undefined) continue;
+          const e = algo.expiresAt(s, p);
+          expect(e).toBeGreaterThan(d.now);
+          // At expiresAt the state answers every request exactly like no state at all...
+          expect(answers(algo, s, e, p)).toEqual(answers(algo, undefined, e, p));
+          // ... and 1 ms earlier it still shows.
+          expect(seen(algo.decide(s, e - 1, 0, p))).not.toEqual(seen(algo.decide(undefined, e - 1, 0, p)));
+        }
+      }),
+      fcBudget(),
+    );
+  });
+
+  it('refund(state, now, cost) undoes an admission of cost at now exactly', () => {
+    fc.assert(
+      fc.property(trafficArb(algo, paramsArb({ burst: algo.usesBurst, queue }), 30), (traffic) => {
+        const { p } = traffic;
+        for (const d of drive(algo, traffic)) {
+          if (!d.result.allowed || d.cost === 0 || d.result.state === undefined) continue;
+          const back = algo.refund(d.result.state, d.now, d.cost, p, d.leaseId);
+          expect(answers(algo, back, d.now, p)).toEqual(answers(algo, d.before, d.now, p));
+        }
+      }),
+      fcBudget(),
+    );
+  });
+});
+
+describe('fixed-window: a request that can never fit, on an empty window', () => {
+  it('reports resetMs 0, as a peek on the same empty window does (nothing is held)', () => {
+    const p = { limit: 3, windowMs: 60_000, burst: 3, queue: false };
+    const t = 1_700_000_012_345;
+    const peek = fixedWindow.decide(undefined, t, 0, p);
+    const never = fixedWindow.decide(undefined, t, 4, p);
+    expect([peek.state, peek.resetMs]).toEqual([undefined, 0]);
+    expect([never.allowed, never.retryAfterMs, never.state]).toEqual([false, Infinity, undefined]);
+    expect(never.resetMs).toBe(peek.resetMs);
+  });
+});

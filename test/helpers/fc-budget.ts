@@ -1,0 +1,184 @@
+import fc, { type Parameters } from 'fast-check';
+import type { Algorithm, AlgorithmParams, AlgorithmResult } from '../../src/index.js';
+
+/** True on CI (`CI=true`), where property tests get a larger budget. */
+export const IN_CI = process.env.CI === 'true';
+
+/** Options of `fcBudget`. */
+export interface BudgetOptions {
+  /** Runs locally (CI runs 5x as many). Default 200. */
+  readonly runs?: number;
+  /** Wall-clock budget in ms locally (CI gets 3x). Default 3000. */
+  readonly ms?: number;
+}
+
+/**
+ * fast-check settings with a time budget: `numRuns` is the target, and
+ * `interruptAfterTimeLimit` stops a slow property early, so the algorithm
+ * suite stays within ~60 s locally and ~120 s in CI on two cores. An
+ * interrupted property passes on the runs it did; the properties that must
+ * meet a case (rejections, releases, expiries) count them and assert a
+ * minimum, so a starved run cannot pass silently. `FC_SEED` (and optionally
+ * `FC_PATH`) replays a reported counterexample.
+ */
+export function fcBudget<T = unknown>(options: BudgetOptions = {}): Parameters<T> {
+  const runs = options.runs ?? 200;
+  const ms = options.ms ?? 3000;
+  const seed = process.env.FC_SEED;
+  const path = process.env.FC_PATH;
+  return {
+    numRuns: IN_CI ? runs * 5 : runs,
+    interruptAfterTimeLimit: IN_CI ? ms * 3 : ms,
+    markInterruptAsFailure: false,
+    ...(seed !== undefined && seed !== '' ? { seed: Number(seed) } : {}),
+    ...(path !== undefined && path !== '' ? { path } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Traffic for the algorithm properties: small N/W/B so the properties hit the
+// edges (window boundaries, exact refill instants, cost = capacity), plus a
+// driver that runs one pure algorithm over a request sequence.
+// ---------------------------------------------------------------------------
+
+/** How the clock moves before a request: by `dt`, to the last rejection's retry instant, or to (just before) the next aligned window boundary. */
+export type Jump = 'dt' | 'retry' | 'edge' | 'edge-1';
+
+/** One request of a generated sequence. */
+export interface Step {
+  readonly jump: Jump;
+  readonly dt: number;
+  readonly cost: number;
+}
+
+/** A generated workload for one algorithm. */
+export interface Traffic {
+  readonly p: AlgorithmParams;
+  readonly start: number;
+  readonly steps: readonly Step[];
+  /** Carry the rejected result's normalised state forward instead of the prior state (both must be equivalent). */
+  readonly keepNormalised: boolean;
+}
+
+/** One decision of a driven sequence. */
+export interface Decided<S> {
+  readonly now: number;
+  readonly cost: number;
+  readonly leaseId: string;
+  /** The state the decision was made on. */
+  readonly before: S | undefined;
+  readonly result: AlgorithmResult<S>;
+}
+
+/** Start instants: the epoch, arbitrary, and a realistic wall-clock time. */
+export const startArb: fc.Arbitrary<number> = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 2 ** 40 }), fc.constant(1_700_000_000_000));
+
+/** Small parameters. `burst: false` pins B = N, as for algorithms without a burst option. */
+export function paramsArb(options: { readonly burst: boolean; readonly queue?: boolean }): fc.Arbitrary<AlgorithmParams> {
+  const queue = options.queue ?? false;
+  return fc
+    .record({
+      limit: fc.integer({ min: 1, max: 8 }),
+      windowMs: fc.oneof(fc.integer({ min: 1, max: 12 }), fc.constantFrom(7, 60, 1000, 60_000)),
+      burst: fc.integer({ min: 1, max: 10 }),
+    })
+    .map(({ limit, windowMs, burst }) => ({ limit, windowMs, burst: options.burst ? burst : limit, queue }));
+}
+
+/** Large parameters at the edge of the documented range: limit*window and burst*window up to 2^49. */
+export function largeParamsArb(options: { readonly burst: boolean; readonly queue?: boolean }): fc.Arbitrary<AlgorithmParams> {
+  const queue = options.queue ?? false;
+  return fc.integer({ min: 1, max: 2 ** 29 }).chain((windowMs) => {
+    const most = Math.max(1, Math.min(2 ** 20, Math.floor(2 ** 49 / windowMs)));
+    return fc
+      .record({ limit: fc.integer({ min: 1, max: most }), burst: fc.integer({ min: 1, max: most }) })
+      .map(({ limit, burst }) => ({ limit, windowMs, burst: options.burst ? burst : limit, queue }));
+  });
+}
+
+/** Requests against `p`: costs from 0 (peek) to capacity + 1 (never fits), biased to 1. */
+export function stepsArb(p: AlgorithmParams, capacity: number, maxLength = 60): fc.Arbitrary<Step[]> {
+  const W = p.windowMs;
+  const step = fc.record({
+    jump: fc.oneof(
+      { weight: 6, arbitrary: fc.constant<Jump>('dt') },
+      { weight: 2, arbitrary: fc.constant<Jump>('retry') },
+      { weight: 1, arbitrary: fc.constantFrom<Jump>('edge', 'edge-1') },
+    ),
+    dt: fc.oneof(
+      { weight: 3, arbitrary: fc.constant(0) },
+      // About one emission interval W/N: lands next to refill instants.
+      { weight: 2, arbitrary: fc.integer({ min: 0, max: Math.min(Math.ceil(W / p.limit) + 1, 2 ** 30) }) },
+      { weight: 2, arbitrary: fc.integer({ min: 0, max: Math.min(W, 2 ** 30) }) },
+      { weight: 1, arbitrary: fc.integer({ min: 0, max: Math.min(3 * W, 2 ** 31) }) },
+    ),
+    cost: fc.oneof(
+      { weight: 5, arbitrary: fc.constant(1) },
+      { weight: 4, arbitrary: fc.integer({ min: 0, max: capacity }) },
+      { weight: 1, arbitrary: fc.constant(capacity + 1) },
+    ),
+  });
+  return fc.array(step, { minLength: 1, maxLength, size: 'max' });
+}
+
+/** A workload for `algo` with parameters from `params`. */
+export function trafficArb<S>(algo: Algorithm<S>, params: fc.Arbitrary<AlgorithmParams>, maxLength = 60): fc.Arbitrary<Traffic> {
+  return params.chain((p) =>
+    fc.record({
+      p: fc.constant(p),
+      start: startArb,
+      steps: stepsArb(p, algo.capacity(p), maxLength),
+      keepNormalised: fc.boolean(),
+    }),
+  );
+}
+
+/** Freezes a state deeply, so an algorithm that mutated its input would throw. */
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** The next instant the clock moves to for `step`. Never goes backwards. */
+export function advance(now: number, step: Step, W: number, lastRetry: number): number {
+  switch (step.jump) {
+    case 'retry':
+      return Number.isFinite(lastRetry) && lastRetry > 0 ? now + lastRetry : now + step.dt;
+    case 'edge':
+      return Math.floor(now / W) * W + W;
+    case 'edge-1': {
+      const edge = Math.floor(now / W) * W + W - 1;
+      return edge >= now ? edge : edge + W;
+    }
+    default:
+      return now + step.dt;
+  }
+}
+
+/**
+ * Runs `algo` over a workload with the store's semantics: the state is
+ * replaced only when a request is admitted with cost > 0; a rejection or a
+ * peek leaves it (or, with `keepNormalised`, replaces it by the equivalent
+ * normalised state the algorithm returned).
+ */
+export function drive<S>(algo: Algorithm<S>, traffic: Traffic): Decided<S>[] {
+  const { p, steps } = traffic;
+  let now = traffic.start;
+  let state: S | undefined;
+  let lastRetry = 0;
+  const out: Decided<S>[] = [];
+  steps.forEach((step, i) => {
+    now = advance(now, step, p.windowMs, lastRetry);
+    const leaseId = `lease-${i}`;
+    const before = deepFreeze(state);
+    const result = algo.decide(before, now, step.cost, p, leaseId);
+    out.push({ now, cost: step.cost, leaseId, before, result });
+    lastRetry = result.retryAfterMs;
+    if (result.allowed && step.cost > 0) state = result.state;
+    else if (traffic.keepNormalised) state = result.state;
+  });
+  return out;
+}
