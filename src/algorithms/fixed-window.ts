@@ -38,7 +38,7 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
       allowed: false,
       state: c > 0 ? { w, c } : undefined,
       remaining: N - c,
-      resetMs,
+      resetMs: c > 0 ? resetMs : 0,
       retryAfterMs: cost > N ? Infinity : resetMs,
       delayMs: 0,
     };

@@ -33,7 +33,7 @@ ALGOS['fixed-window'] = {
     if cost > N then
       retry = INF
     end
-    return result(false, st, N - c, reset, retry, 0)
+    return result(false, st, N - c, c > 0 and reset or 0, retry, 0)
   end,
   refund = function(s, now, cost, p)
     local w = math.floor(now / p.window) * p.window
