@@ -7,21 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, type AlgorithmName, type Clock, type Decision, type LimitDefinition } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis/index.js';
-import { connectStandalone, type TestClient } from './helpers/clients.js';
-import { startRedis, type RedisServer } from './helpers/redis-server.js';
+import { useStandaloneIoredis } from './helpers/clients.js';
 
-let server: RedisServer | undefined;
-let io: TestClient | undefined;
-
-beforeAll(async () => {
-  server = await startRedis();
-  io = await connectStandalone('ioredis', server.port);
-}, 30_000);
-
-afterAll(async () => {
-  await io?.close();
-  await server?.stop();
-}, 30_000);
+const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 
 const SKEW_MS = 30_000;
 const real: Clock = { now: () => Date.now() };
@@ -38,7 +26,7 @@ const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-
 describe('clock skew between replicas', () => {
   it.each(ALGORITHMS)('%s: limiters 30 s apart decide identically in server-time mode', async (algorithm) => {
     const prefix = `skew:${randomBytes(4).toString('hex')}:`;
-    const mk = (clock: Clock) => createLimiter({ limits: [limitFor(algorithm)], store: redisStore({ client: (io as TestClient).client, prefix, deadlineMs: 2000 }), clock });
+    const mk = (clock: Clock) => createLimiter({ limits: [limitFor(algorithm)], store: redisStore({ client: ioredis().client, prefix, deadlineMs: 2000 }), clock });
     const a = mk(real);
     const b = mk(ahead);
     const seen: Array<{ d: Decision; sent: number; done: number }> = [];
@@ -65,7 +53,7 @@ describe('clock skew between replicas', () => {
   it('control: in client-time mode the limiter 30 s ahead sees a refilled bucket', async () => {
     const prefix = `skew-client:${randomBytes(4).toString('hex')}:`;
     const mk = (clock: Clock) =>
-      createLimiter({ limits: [limitFor('gcra')], store: redisStore({ client: (io as TestClient).client, prefix, timeMode: 'client', deadlineMs: 2000 }), clock });
+      createLimiter({ limits: [limitFor('gcra')], store: redisStore({ client: ioredis().client, prefix, timeMode: 'client', deadlineMs: 2000 }), clock });
     const a = mk(real);
     const b = mk(ahead);
     for (let i = 0; i < 4; i++) expect((await a.check({})).allowed).toBe(true);

@@ -10,8 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { algorithms, compileLimit, type AlgorithmName, type CompiledLimit, type StoreOp, type StoreOpResult } from '../../src/index.js';
 import { decodeState, redisStore } from '../../src/stores/redis/index.js';
-import { connectStandalone, type TestClient } from './helpers/clients.js';
-import { startRedis, type RedisServer } from './helpers/redis-server.js';
+import { useStandaloneIoredis } from './helpers/clients.js';
 import type { Redis } from 'ioredis';
 
 const BUDGET_MS = Number(process.env.RC_PROPERTY_BUDGET_MS ?? (process.env.CI === 'true' ? 30_000 : 12_000));
@@ -27,18 +26,7 @@ const VARIANTS: ReadonlyArray<{ algorithm: AlgorithmName; queue?: boolean }> = [
 ];
 const PER_VARIANT_MS = Math.max(500, Math.floor(BUDGET_MS / VARIANTS.length));
 
-let server: RedisServer | undefined;
-let io: TestClient | undefined;
-
-beforeAll(async () => {
-  server = await startRedis();
-  io = await connectStandalone('ioredis', server.port);
-}, 30_000);
-
-afterAll(async () => {
-  await io?.close();
-  await server?.stop();
-}, 30_000);
+const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 
 interface Step {
   readonly dt: number;
@@ -84,7 +72,7 @@ describe('Lua twins make the decisions of the TypeScript algorithms (client time
     it(
       `${v.algorithm}${v.queue === true ? ' (queue)' : ''}`,
       async () => {
-        const client = io?.client as Redis;
+        const client = ioredis().client as Redis;
         let runs = 0;
         await fc.assert(
           fc.asyncProperty(

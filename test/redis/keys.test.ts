@@ -6,22 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { algorithms, createLimiter, memoryStore, type AlgorithmName, type LimitDefinition, type Store } from '../../src/index.js';
 import { decodeState, redisStore } from '../../src/stores/redis/index.js';
-import { connectStandalone, type TestClient } from './helpers/clients.js';
-import { startRedis, type RedisServer } from './helpers/redis-server.js';
+import { useStandaloneIoredis } from './helpers/clients.js';
 import type { Redis } from 'ioredis';
 
-let server: RedisServer | undefined;
-let io: TestClient | undefined;
-
-beforeAll(async () => {
-  server = await startRedis();
-  io = await connectStandalone('ioredis', server.port);
-}, 30_000);
-
-afterAll(async () => {
-  await io?.close();
-  await server?.stop();
-}, 30_000);
+const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 
 const RAW = ['alice@example.com', '203.0.113.77', '+15550001234', 'tenant-acme'];
 
@@ -51,7 +39,7 @@ async function scanAll(client: Redis, match: string): Promise<string[]> {
 
 describe('keys in Redis (server time)', () => {
   it('every key has a TTL within its useful life; spent states are deleted; raw keys never appear', async () => {
-    const client = io?.client as Redis;
+    const client = ioredis().client as Redis;
     const store = redisStore({ client, prefix: 'kt:', deadlineMs: 2000 });
     const limiter = createLimiter({ limits: LIMITS, store });
     try {
@@ -99,7 +87,7 @@ describe('keys in Redis (server time)', () => {
   });
 
   it('a refund that empties a state deletes the key', async () => {
-    const client = io?.client as Redis;
+    const client = ioredis().client as Redis;
     const store = redisStore({ client, prefix: 'kr:' });
     const limiter = createLimiter({
       limits: [{ name: 'r-token', purpose: 'shedding', algorithm: 'token-bucket', limit: 1, window: '1h', key: 'ip' }],
@@ -115,7 +103,7 @@ describe('keys in Redis (server time)', () => {
   });
 
   it('when another store rejects, the limiter refund gives back at the instant Redis decided (server time)', async () => {
-    const client = io?.client as Redis;
+    const client = ioredis().client as Redis;
     const redis = redisStore({ client, prefix: 'km:', deadlineMs: 2000 });
     // Refunds arrive a few ms after the decision, so the server clock has moved on.
     const store: Store = {

@@ -2,6 +2,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { RedisClientLike } from '../../../src/stores/redis/index.js';
+import { startRedis, type RedisServer } from './redis-server.js';
 
 export type Flavour = 'ioredis' | 'node-redis';
 
@@ -37,4 +38,28 @@ export async function connectCluster(flavour: Flavour, ports: readonly number[])
   client.on('error', () => undefined);
   await client.connect();
   return { flavour, client, close: () => client.close() };
+}
+
+/**
+ * Starts one standalone redis-server and an ioredis client for the current
+ * test file (beforeAll), stopped in afterAll. Returns a getter for the client.
+ */
+export function useStandaloneIoredis(hooks: {
+  beforeAll: (fn: () => Promise<void>, timeout?: number) => void;
+  afterAll: (fn: () => Promise<void>, timeout?: number) => void;
+}): () => TestClient {
+  let server: RedisServer | undefined;
+  let io: TestClient | undefined;
+  hooks.beforeAll(async () => {
+    server = await startRedis();
+    io = await connectStandalone('ioredis', server.port);
+  }, 30_000);
+  hooks.afterAll(async () => {
+    await io?.close();
+    await server?.stop();
+  }, 30_000);
+  return () => {
+    if (io === undefined) throw new Error('redis test server not started');
+    return io;
+  };
 }
