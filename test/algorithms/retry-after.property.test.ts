@@ -1,28 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  concurrency,
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-  type Algorithm,
-  type AlgorithmParams,
-} from '../../src/index.js';
-import { drive, fcBudget, largeParamsArb, paramsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
+import { leakyBucket, type AlgorithmParams } from '../../src/index.js';
+import { ALGORITHM_CASES, drive, fcBudget, largeParamsArb, paramsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
 
-const cases: ReadonlyArray<readonly [string, Algorithm<unknown>, boolean]> = [
-  ['fixed-window', fixedWindow, false],
-  ['sliding-log', slidingLog, false],
-  ['sliding-window', slidingWindow, false],
-  ['token-bucket', tokenBucket, false],
-  ['gcra', gcra, false],
-  ['leaky-bucket (meter)', leakyBucket, false],
-  ['leaky-bucket (queue)', leakyBucket, true],
-  ['concurrency', concurrency, false],
-];
+const cases = ALGORITHM_CASES;
 
 describe.each(cases)('%s: retryAfterMs is exact', (label, algo, queue) => {
   const seen = { finite: 0, infinite: 0 };

@@ -1,29 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  concurrency,
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-  type Algorithm,
-  type AlgorithmParams,
-  type AlgorithmResult,
-} from '../../src/index.js';
-import { drive, fcBudget, paramsArb, trafficArb } from '../helpers/fc-budget.js';
+import { fixedWindow, type Algorithm, type AlgorithmParams, type AlgorithmResult } from '../../src/index.js';
+import { ALGORITHM_CASES, drive, fcBudget, paramsArb, trafficArb } from '../helpers/fc-budget.js';
 
-const cases: ReadonlyArray<readonly [string, Algorithm<unknown>, boolean]> = [
-  ['fixed-window', fixedWindow, false],
-  ['sliding-log', slidingLog, false],
-  ['sliding-window', slidingWindow, false],
-  ['token-bucket', tokenBucket, false],
-  ['gcra', gcra, false],
-  ['leaky-bucket (meter)', leakyBucket, false],
-  ['leaky-bucket (queue)', leakyBucket, true],
-  ['concurrency', concurrency, false],
-];
+const cases = ALGORITHM_CASES;
 
 /** What a client can observe of a decision. */
 function seen(r: AlgorithmResult<unknown>): readonly [boolean, number, number, number, number] {

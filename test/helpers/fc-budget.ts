@@ -1,5 +1,28 @@
 import fc, { type Parameters } from 'fast-check';
-import type { Algorithm, AlgorithmParams, AlgorithmResult } from '../../src/index.js';
+import {
+  concurrency,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  type Algorithm,
+  type AlgorithmParams,
+  type AlgorithmResult,
+} from '../../src/index.js';
+
+/** Every algorithm, leaky-bucket in both modes: `[label, algorithm, queue]`. */
+export const ALGORITHM_CASES: ReadonlyArray<readonly [string, Algorithm<unknown>, boolean]> = [
+  ['fixed-window', fixedWindow, false],
+  ['sliding-log', slidingLog, false],
+  ['sliding-window', slidingWindow, false],
+  ['token-bucket', tokenBucket, false],
+  ['gcra', gcra, false],
+  ['leaky-bucket (meter)', leakyBucket, false],
+  ['leaky-bucket (queue)', leakyBucket, true],
+  ['concurrency', concurrency, false],
+];
 
 /** True on CI (`CI=true`), where property tests get a larger budget. */
 export const IN_CI = process.env.CI === 'true';
