@@ -91,6 +91,29 @@ function assertLimiter(limiter: unknown, option: string): asserts limiter is Lim
 const bodyNeeds = new WeakMap<Limiter, boolean>();
 
 /** Whether a limiter has a `body.*` key (so the body must be read before deciding). */
+const headerNeeds = new WeakMap<Limiter, boolean>();
+const leaseHolders = new WeakMap<Limiter, boolean>();
+
+/** Whether any limit of `limiter` reads a header or runs a key function (which may read any). */
+export function usesHeaders(limiter: Limiter): boolean {
+  let v = headerNeeds.get(limiter);
+  if (v === undefined) {
+    v = limiter.limits.some((l) => l.keySpec.startsWith('header.') || l.keySpec === 'function');
+    headerNeeds.set(limiter, v);
+  }
+  return v;
+}
+
+/** Whether any limit of `limiter` is a concurrency limit (its decisions hold leases). */
+export function holdsLeases(limiter: Limiter): boolean {
+  let v = leaseHolders.get(limiter);
+  if (v === undefined) {
+    v = limiter.limits.some((l) => l.algorithm === 'concurrency');
+    leaseHolders.set(limiter, v);
+  }
+  return v;
+}
+
 export function usesBody(limiter: Limiter): boolean {
   let v = bodyNeeds.get(limiter);
   if (v === undefined) {
@@ -146,6 +169,20 @@ export class HttpGuard<Req> {
   /** Whether the body must be read for `limiter`. */
   needsBody(limiter: Limiter): boolean {
     return this.#options.readBody === true || usesBody(limiter);
+  }
+
+  /**
+   * Whether deciding for `limiter` can read request headers (header keys,
+   * key functions, trusted proxies, body content type). Adapters whose
+   * runtime builds headers lazily skip building them when this is false.
+   */
+  needsHeaders(limiter: Limiter): boolean {
+    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || usesHeaders(limiter);
+  }
+
+  /** Whether a decision of `limiter` can hold something to release (concurrency leases). */
+  holdsLeases(limiter: Limiter): boolean {
+    return holdsLeases(limiter);
   }
 
   /** Decides one request. Never rejects. */

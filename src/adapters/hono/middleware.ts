@@ -72,11 +72,13 @@ export function rateLimit(limiter: Limiter, options: HonoRateLimitOptions = {}):
   }
   return async (c, next) => {
     const raw = c.req.raw;
-    const signal = raw.signal;
     let result: GuardResult;
+    let chosen: Limiter | false = false;
     try {
-      const chosen = guard.select(c);
-      const headers = headerRecord(raw.headers);
+      chosen = guard.select(c);
+      // Some runtimes (@hono/node-server) build headers and the abort signal
+      // lazily and expensively: touch them only when this limiter needs them.
+      const headers = chosen !== false && guard.needsHeaders(chosen) ? headerRecord(raw.headers) : {};
       result = await guard.run(
         {
           req: c,
@@ -92,7 +94,7 @@ export function rateLimit(limiter: Limiter, options: HonoRateLimitOptions = {}):
             if (!read.tooLarge && current.body !== null) c.req.raw = new Request(current, { body: read.bytes });
             return read;
           },
-          signal: () => signal,
+          signal: () => raw.signal,
         },
         chosen,
       );
@@ -110,6 +112,12 @@ export function rateLimit(limiter: Limiter, options: HonoRateLimitOptions = {}):
       addMissing(c, fields);
       return undefined;
     }
+    if (chosen === false || !guard.holdsLeases(chosen)) {
+      await next();
+      addMissing(c, fields);
+      return undefined;
+    }
+    const signal = raw.signal;
     const release = releaseOnce(decision);
     if (signal.aborted) release();
     else signal.addEventListener('abort', release, { once: true });
