@@ -35,9 +35,26 @@ const PK_BYTES = 12;
  * responses; nobody can recover the key (an address, an account id) from it.
  */
 export function partitionKey(secret: Uint8Array, keySpec: string, key: string): Uint8Array {
-  const mac = createHmac('sha256', secret).update(keySpec).update('\u0000').update(key).digest();
-  return new Uint8Array(mac.buffer, mac.byteOffset, PK_BYTES);
+  let cache = pkCaches.get(secret);
+  if (cache === undefined) {
+    cache = new Map();
+    pkCaches.set(secret, cache);
+  }
+  const id = keySpec + '\u0000' + key;
+  let pk = cache.get(id);
+  if (pk === undefined) {
+    const mac = createHmac('sha256', secret).update(keySpec).update('\u0000').update(key).digest();
+    pk = new Uint8Array(mac.buffer, mac.byteOffset, PK_BYTES);
+    // Bounded: a key flood empties the cache, it never grows past PK_CACHE_SIZE.
+    if (cache.size >= PK_CACHE_SIZE) cache.clear();
+    cache.set(id, pk);
+  }
+  return pk;
 }
+
+/** Partition keys already computed, per secret (an HMAC per request and limit is the dominant cost of advertising). */
+const pkCaches = new WeakMap<Uint8Array, Map<string, Uint8Array>>();
+const PK_CACHE_SIZE = 10_000;
 
 function limitFor(limits: readonly CompiledLimit[], r: LimitResult, i: number): CompiledLimit | undefined {
   const l = limits[i];
