@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import * as crypto from 'node:crypto';
 
 /** Characters of the base64url SHA-256 kept in a Redis key: 22 characters, 132 bits. */
 const DIGEST_CHARS = 22;
@@ -12,6 +12,12 @@ const DIGEST_CHARS = 22;
  * decided by the prefix's hash tag when it has one, else by the whole key.
  */
 export function stateKey(prefix: string, limitId: string, key: string, secret: string | undefined): string {
-  const h = secret === undefined ? createHash('sha256') : createHmac('sha256', secret);
-  return `${prefix}${limitId}:${h.update(key, 'utf8').digest('base64url').slice(0, DIGEST_CHARS)}`;
+  let digest: string;
+  if (secret !== undefined) digest = crypto.createHmac('sha256', secret).update(key, 'utf8').digest('base64url');
+  else if (oneShot !== undefined) digest = oneShot('sha256', key, 'base64url');
+  else digest = crypto.createHash('sha256').update(key, 'utf8').digest('base64url');
+  return `${prefix}${limitId}:${digest.slice(0, DIGEST_CHARS)}`;
 }
+
+/** `crypto.hash` (Node >= 20.12): a one-shot digest without a Hash object, several times cheaper for short keys. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
