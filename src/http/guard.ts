@@ -57,7 +57,13 @@ export interface RequestFacts<Req> {
 /** What the adapter does next. */
 export type GuardResult =
   /** Go on; add `headers` to the application's response; release `decision` when the response is done. */
-  | { readonly kind: 'proceed'; readonly decision: Decision | undefined; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly kind: 'proceed';
+      readonly decision: Decision | undefined;
+      readonly headers: Readonly<Record<string, string>>;
+      /** Whether the decision may hold concurrency leases to release when the response is done (else adapters skip the bookkeeping). */
+      readonly leases: boolean;
+    }
   /** Send `response`; the request stops here (any lease is already released). */
   | { readonly kind: 'respond'; readonly decision: Decision | undefined; readonly response: HttpResponse }
   /** The client went away during the queue-mode wait; nothing to send. */
@@ -190,7 +196,7 @@ export class HttpGuard<Req> {
     let decision: Decision | undefined;
     try {
       const limiter = chosen ?? this.select(facts.req);
-      if (limiter === false) return { kind: 'proceed', decision: undefined, headers: {} };
+      if (limiter === false) return { kind: 'proceed', decision: undefined, headers: {}, leases: false };
       const principal = await this.#identify(facts.req);
       let body: unknown;
       if (this.needsBody(limiter)) {
@@ -237,7 +243,7 @@ export class HttpGuard<Req> {
           return { kind: 'gone', decision };
         }
       }
-      return { kind: 'proceed', decision, headers: mapped.headers };
+      return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
     } catch (error) {
       return this.fail(error, facts.req, decision);
     }

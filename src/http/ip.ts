@@ -132,6 +132,26 @@ export function ipKey(ip: IpAddress, o: ResolvedIpOptions): string {
 
 /** `clientAddress` then `ipKey`: the value key extractors see as `ctx.ip`. */
 export function resolveClientIp(remote: string | undefined, headers: HeaderRecord, o: ResolvedIpOptions): string | undefined {
+  // Without trusted proxies the key depends on the socket address alone: remember it (bounded).
+  if (o.trust.kind === 'none' && remote !== undefined) {
+    let cache = peerKeys.get(o);
+    if (cache === undefined) {
+      cache = new Map();
+      peerKeys.set(o, cache);
+    }
+    let key = cache.get(remote);
+    if (key === undefined) {
+      const ip = clientAddress(remote, headers, o);
+      key = ip === undefined ? null : ipKey(ip, o);
+      if (cache.size >= PEER_CACHE_SIZE) cache.clear();
+      cache.set(remote, key);
+    }
+    return key ?? undefined;
+  }
   const ip = clientAddress(remote, headers, o);
   return ip === undefined ? undefined : ipKey(ip, o);
 }
+
+/** Socket address -> `ip` key, per resolved options, when no proxy is trusted. Cleared when full, so a flood of addresses cannot grow it. */
+const peerKeys = new WeakMap<ResolvedIpOptions, Map<string, string | null>>();
+const PEER_CACHE_SIZE = 4096;

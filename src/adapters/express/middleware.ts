@@ -63,6 +63,8 @@ function apply(result: GuardResult, req: Request, res: Response, next: NextFunct
   if (decision !== undefined) {
     req.rateLimit = decision;
     res.locals['rateLimit'] = decision;
+  }
+  if (decision !== undefined && result.leases) {
     const release = releaseOnce(decision);
     if (req.socket.destroyed || res.closed) release();
     else {

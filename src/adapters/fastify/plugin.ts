@@ -70,8 +70,8 @@ async function handle(guard: HttpGuard<FastifyRequest>, request: FastifyRequest,
   }
   void reply.headers(result.headers);
   const decision = result.decision;
-  if (decision !== undefined) {
-    request.rateLimit = decision;
+  if (decision !== undefined) request.rateLimit = decision;
+  if (decision !== undefined && result.leases) {
     const release = releaseOnce(decision);
     if (raw.socket.destroyed || reply.raw.closed) release();
     else {

@@ -89,8 +89,8 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
   }
   const decision = result.decision;
   if (!res.headersSent) for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
-  if (decision !== undefined) {
-    decisions.set(req, decision);
+  if (decision !== undefined) decisions.set(req, decision);
+  if (decision !== undefined && result.leases) {
     const release = releaseOnce(decision);
     // 'close' follows 'finish' on a completed response and fires alone on a client abort or a destroyed socket.
     if (req.socket.destroyed || res.closed) release();
