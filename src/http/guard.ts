@@ -110,6 +110,18 @@ export function usesHeaders(limiter: Limiter): boolean {
   return v;
 }
 
+const queryNeeds = new WeakMap<Limiter, boolean>();
+
+/** Whether any limit of `limiter` reads the query string or runs a key function (which may read it). */
+export function usesQuery(limiter: Limiter): boolean {
+  let v = queryNeeds.get(limiter);
+  if (v === undefined) {
+    v = limiter.limits.some((l) => l.keySpec.startsWith('query.') || l.keySpec === 'function');
+    queryNeeds.set(limiter, v);
+  }
+  return v;
+}
+
 /** Whether any limit of `limiter` is a concurrency limit (its decisions hold leases). */
 export function holdsLeases(limiter: Limiter): boolean {
   let v = leaseHolders.get(limiter);
@@ -197,7 +209,7 @@ export class HttpGuard<Req> {
     try {
       const limiter = chosen ?? this.select(facts.req);
       if (limiter === false) return { kind: 'proceed', decision: undefined, headers: {}, leases: false };
-      const principal = await this.#identify(facts.req);
+      const principal = this.#options.identify === undefined ? undefined : await this.#identify(facts.req);
       let body: unknown;
       if (this.needsBody(limiter)) {
         if (facts.parsedBody !== undefined) {
@@ -214,7 +226,7 @@ export class HttpGuard<Req> {
         method: facts.method,
         path: path(facts.url),
         headers: facts.headers,
-        query: query(facts.url),
+        query: usesQuery(limiter) ? query(facts.url) : undefined,
         body,
       };
       const cost = this.#options.cost?.(facts.req);
