@@ -3,7 +3,8 @@ import { MemoryStore } from '../stores/memory/memory-store.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
-import { decisionChannel, failClosedChannel, fallbackChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { decisionChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { LocalFallback } from './fallback.js';
 import { StoreGuard, StoreTimeoutError } from './guard.js';
 import { boundKey } from './keys.js';
 import { CheckDecision, SingleDecision, type Lease } from './decision.js';
@@ -64,11 +65,8 @@ class ChainLimiter implements Limiter {
   readonly #single: Group | undefined;
   /** One limit on a memory store, not concurrency: decided without building a chain. */
   readonly #fast: { readonly limit: CompiledLimit; readonly store: MemoryStore } | undefined;
-  readonly #local = new MemoryStore({ maxKeys: 100_000 });
-  readonly #localLimits = new Map<string, CompiledLimit>();
-  #replicas: number;
+  readonly #fallback: LocalFallback;
   #heartbeat: NodeJS.Timeout | undefined;
-  readonly #failClosedRetryAfterMs: number;
   readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
   readonly #hasConcurrency: boolean;
   #leaseCounter = 0;
@@ -82,12 +80,12 @@ class ChainLimiter implements Limiter {
     if (replicas !== 'discover' && (!Number.isSafeInteger(replicas) || replicas < 1)) {
       throw new ConfigError('RC_INVALID_OPTION', 'replicas', `must be a positive integer or 'discover', got ${String(replicas)}`);
     }
-    this.#replicas = replicas === 'discover' ? 1 : replicas;
+    const k = replicas === 'discover' ? 1 : replicas;
     const failClosedRetryAfterMs = options.failClosedRetryAfterMs ?? 1000;
     if (!Number.isSafeInteger(failClosedRetryAfterMs) || failClosedRetryAfterMs < 1) {
       throw new ConfigError('RC_INVALID_OPTION', 'failClosedRetryAfterMs', `must be a positive integer, got ${String(failClosedRetryAfterMs)}`);
     }
-    this.#failClosedRetryAfterMs = failClosedRetryAfterMs;
+    this.#fallback = new LocalFallback(k, failClosedRetryAfterMs);
     const defaultStore = options.store ?? new MemoryStore();
     const groups = new Map<string, { store: Store; name: string; indexes: number[]; guard: StoreGuard; sync: boolean }>();
     this.limits.forEach((l, i) => {
@@ -110,7 +108,7 @@ class ChainLimiter implements Limiter {
   }
 
   get replicas(): number {
-    return this.#replicas;
+    return this.#fallback.replicas;
   }
 
   breakerStates(): Record<string, 'closed' | 'open' | 'half-open'> {
@@ -131,8 +129,8 @@ class ChainLimiter implements Limiter {
     const beat = async (): Promise<void> => {
       try {
         const count = await (store.heartbeat as NonNullable<Store['heartbeat']>).call(store, id, periodMs * 3, this.#clock.now());
-        if (Number.isSafeInteger(count) && count >= 1 && count !== this.#replicas) {
-          this.#replicas = count;
+        if (Number.isSafeInteger(count) && count >= 1 && count !== this.#fallback.replicas) {
+          this.#fallback.replicas = count;
           if (replicasChannel.hasSubscribers) replicasChannel.publish({ replicas: count, source: 'heartbeat' });
         }
       } catch (error) {
@@ -292,72 +290,13 @@ class ChainLimiter implements Limiter {
     if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.name, kind: group.store.kind, error, limits: names });
   }
 
-  /** The process-local stand-in for `limit` while its store is failing. */
-  #localLimit(limit: CompiledLimit): CompiledLimit {
-    let local = this.#localLimits.get(limit.name);
-    const k = limit.onError === 'degraded' ? this.#replicas : 1;
-    const target = Math.ceil(limit.params.limit / k);
-    if (local === undefined || local.params.limit !== target) {
-      const burst = Math.max(Math.ceil(limit.params.burst / k), limit.cost);
-      local = { ...limit, params: { ...limit.params, limit: target, burst }, id: `${limit.id}:local:${k}` };
-      this.#localLimits.set(limit.name, local);
-    }
-    return local;
-  }
-
-  /** Applies each failed limit's onError; returns which limits were decided locally and by which fail mode. */
-  #applyFailModes(
-    ops: ReadonlyArray<StoreOp | undefined>,
-    results: Array<StoreOpResult | undefined>,
-    failed: readonly boolean[],
-    now: number,
-  ): { failModes: Array<OnError | undefined>; local: boolean[]; failClosed: boolean } {
-    const n = ops.length;
-    const failModes = new Array<OnError | undefined>(n);
-    const local = new Array<boolean>(n).fill(false);
-    let failClosed = false;
-    const localOps: StoreOp[] = [];
-    const localIdx: number[] = [];
-    for (let i = 0; i < n; i++) {
-      if (failed[i] !== true) continue;
-      const op = ops[i] as StoreOp;
-      const limit = op.limit;
-      failModes[i] = limit.onError;
-      if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limit: limit.name, onError: limit.onError, store: limit.storeName ?? '(default)' });
-      if (limit.onError === 'open') {
-        results[i] = undefined;
-        continue;
-      }
-      if (limit.onError === 'closed') {
-        const since = this.#groupOf(limit).guard.failingSince;
-        if (since !== undefined && now - since >= limit.failClosedAfterMs) {
-          const wait = this.#failClosedRetryAfterMs;
-          results[i] = { allowed: false, consumed: false, remaining: 0, resetMs: wait, retryAfterMs: wait, delayMs: 0 };
-          if (!limit.shadow) failClosed = true;
-          if (failClosedChannel.hasSubscribers) failClosedChannel.publish({ limit: limit.name, store: limit.storeName ?? '(default)' });
-          continue;
-        }
-      }
-      localOps.push({ ...op, limit: this.#localLimit(limit) });
-      localIdx.push(i);
-    }
-    if (localOps.length > 0) {
-      const res = this.#local.evaluateSync(localOps, now);
-      localIdx.forEach((i, j) => {
-        results[i] = res[j];
-        local[i] = true;
-      });
-    }
-    return { failModes, local, failClosed };
-  }
-
   #decide(ops: ReadonlyArray<StoreOp | undefined>, results: Array<StoreOpResult | undefined>, failed: readonly boolean[] | undefined, now: number): Decision {
     const limits = this.limits;
     const n = limits.length;
     let failModes: ReadonlyArray<OnError | undefined> | undefined;
     let local: readonly boolean[] | undefined;
     let failClosed = false;
-    if (failed !== undefined) ({ failModes, local, failClosed } = this.#applyFailModes(ops, results, failed, now));
+    if (failed !== undefined) ({ failModes, local, failClosed } = this.#fallback.apply(ops, results, failed, now, (l) => this.#groupOf(l).guard.failingSince));
     let allowed = true;
     let deciding: CompiledLimit | undefined;
     let retryAfterMs = 0;
@@ -396,7 +335,7 @@ class ChainLimiter implements Limiter {
         const op = ops[i] as StoreOp;
         leases ??= [];
         if (local?.[i] === true) {
-          leases.push({ store: this.#local, guard: undefined, op: { ...op, limit: this.#localLimit(limit) }, now });
+          leases.push({ store: this.#fallback.store, guard: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
         } else {
           const group = this.#groupOf(limit);
           leases.push({ store: group.store, guard: group.guard, op, now });
@@ -443,10 +382,10 @@ class ChainLimiter implements Limiter {
           const op = ops[i];
           const r = results[i];
           if (op === undefined || r?.consumed !== true || op.limit.countRejected) continue;
-          if (reported[i]?.source === 'local') giveLocal.push({ ...op, limit: this.#localLimit(op.limit) });
+          if (reported[i]?.source === 'local') giveLocal.push({ ...op, limit: this.#fallback.limitFor(op.limit) });
           else give.push(op);
         }
-        if (giveLocal.length > 0) await this.#local.refund(giveLocal, now);
+        if (giveLocal.length > 0) await this.#fallback.store.refund(giveLocal, now);
         if (give.length === 0) return;
         try {
           await g.guard.run(() => g.store.refund(give, now), now);
