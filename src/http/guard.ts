@@ -94,6 +94,10 @@ function assertLimiter(limiter: unknown, option: string): asserts limiter is Lim
   }
 }
 
+/** The fields of a `proceed` result that adds nothing (shared; never mutate). */
+const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
+const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, leases: false });
+
 const bodyNeeds = new WeakMap<Limiter, boolean>();
 
 /** Whether a limiter has a `body.*` key (so the body must be read before deciding). */
@@ -204,11 +208,75 @@ export class HttpGuard<Req> {
   }
 
   /** Decides one request. Never rejects. */
-  async run(facts: RequestFacts<Req>, chosen?: Limiter | false): Promise<GuardResult> {
+  run(facts: RequestFacts<Req>, chosen?: Limiter | false): Promise<GuardResult> {
+    return new Promise((resolve) => {
+      this.decide(facts, chosen, resolve);
+    });
+  }
+
+  /**
+   * `run` in callback form, for adapters whose framework takes callbacks (no
+   * promise per step, no closure per request: `done` gets `facts` back).
+   * Calls `done` exactly once, synchronously when no limiter applies, and
+   * after the limiter's decision otherwise. Never throws.
+   */
+  decide<F extends RequestFacts<Req>>(facts: F, chosen: Limiter | false | undefined, done: (result: GuardResult, facts: F) => void): void {
+    let limiter: Limiter | false;
+    let ctx: RequestContext;
+    let check: Promise<Decision> | undefined;
+    try {
+      limiter = chosen ?? this.select(facts.req);
+      if (limiter !== false) {
+        const needsBody = this.needsBody(limiter);
+        if (this.#options.identify !== undefined || (needsBody && facts.parsedBody === undefined)) {
+          // Something to wait for before the check (the principal, the body): the general path.
+          this.#runAsync(facts, limiter).then(
+            (result) => done(result, facts),
+            (error: unknown) => this.#failTo(error, facts, undefined, done),
+          );
+          return;
+        }
+        ctx = this.#context(facts, limiter, undefined, needsBody ? facts.parsedBody?.value : undefined);
+        const cost = this.#options.cost?.(facts.req);
+        check = limiter.check(ctx, cost === undefined ? undefined : { cost });
+      }
+    } catch (error) {
+      this.#failTo(error, facts, undefined, done);
+      return;
+    }
+    if (limiter === false || check === undefined) {
+      done(NOTHING_TO_DO, facts);
+      return;
+    }
+    const chosenLimiter = limiter;
+    check.then(
+      (decision) => {
+        let result: GuardResult | Promise<GuardResult>;
+        try {
+          result = this.#settle(decision, chosenLimiter, ctx, undefined, facts);
+        } catch (error) {
+          this.#failTo(error, facts, decision, done);
+          return;
+        }
+        if (result instanceof Promise) {
+          result.then(
+            (r) => done(r, facts),
+            (error: unknown) => this.#failTo(error, facts, decision, done),
+          );
+        } else done(result, facts);
+      },
+      (error: unknown) => this.#failTo(error, facts, undefined, done),
+    );
+  }
+
+  #failTo<F extends RequestFacts<Req>>(error: unknown, facts: F, decision: Decision | undefined, done: (result: GuardResult, facts: F) => void): void {
+    void this.fail(error, facts.req, decision).then((result) => done(result, facts));
+  }
+
+  /** The general path: identify the caller and read the body first. */
+  async #runAsync(facts: RequestFacts<Req>, limiter: Limiter): Promise<GuardResult> {
     let decision: Decision | undefined;
     try {
-      const limiter = chosen ?? this.select(facts.req);
-      if (limiter === false) return { kind: 'proceed', decision: undefined, headers: {}, leases: false };
       const principal = this.#options.identify === undefined ? undefined : await this.#identify(facts.req);
       let body: unknown;
       if (this.needsBody(limiter)) {
@@ -220,45 +288,64 @@ export class HttpGuard<Req> {
           body = parseJsonBody(read.bytes);
         }
       }
-      const ctx: RequestContext = {
-        ip: resolveClientIp(facts.remoteAddress, facts.headers, this.ip) ?? UNKNOWN_IP,
-        principal,
-        method: facts.method,
-        path: path(facts.url),
-        headers: facts.headers,
-        query: usesQuery(limiter) ? query(facts.url) : undefined,
-        body,
-      };
+      const ctx = this.#context(facts, limiter, principal, body);
       const cost = this.#options.cost?.(facts.req);
       decision = await limiter.check(ctx, cost === undefined ? undefined : { cost });
-      const authenticated = principal !== undefined;
-      const keyOf =
-        this.response.partitionKeys && isAdvertising(authenticated, this.response)
-          ? (l: CompiledLimit): string | undefined => {
-              try {
-                return l.key(ctx);
-              } catch {
-                return undefined;
-              }
-            }
-          : undefined;
-      const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
-      if (!decision.allowed) {
-        await decision.release();
-        return { kind: 'respond', decision, response: mapped };
-      }
-      if (decision.delayMs > 0) {
-        const signal = facts.signal?.();
-        await this.#delay(decision.delayMs, signal);
-        if (signal?.aborted === true) {
-          await decision.release();
-          return { kind: 'gone', decision };
-        }
-      }
-      return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
+      return await this.#settle(decision, limiter, ctx, principal, facts);
     } catch (error) {
       return this.fail(error, facts.req, decision);
     }
+  }
+
+  #context(facts: RequestFacts<Req>, limiter: Limiter, principal: string | undefined, body: unknown): RequestContext {
+    return {
+      ip: resolveClientIp(facts.remoteAddress, facts.headers, this.ip) ?? UNKNOWN_IP,
+      principal,
+      method: facts.method,
+      path: path(facts.url),
+      headers: facts.headers,
+      query: usesQuery(limiter) ? query(facts.url) : undefined,
+      body,
+    };
+  }
+
+  /** Maps the decision; a promise only when something is left to wait for (releasing a rejection, the queue-mode delay). */
+  #settle(decision: Decision, limiter: Limiter, ctx: RequestContext, principal: string | undefined, facts: RequestFacts<Req>): GuardResult | Promise<GuardResult> {
+    const authenticated = principal !== undefined;
+    const advertising = isAdvertising(authenticated, this.response);
+    if (decision.allowed && decision.delayMs <= 0 && !advertising) {
+      // Nothing to tell this caller: the common case, without building a response.
+      return { kind: 'proceed', decision, headers: NO_FIELDS, leases: holdsLeases(limiter) };
+    }
+    const keyOf =
+      this.response.partitionKeys && advertising
+        ? (l: CompiledLimit): string | undefined => {
+            try {
+              return l.key(ctx);
+            } catch {
+              return undefined;
+            }
+          }
+        : undefined;
+    const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
+    if (!decision.allowed) return this.#reject(decision, mapped);
+    if (decision.delayMs > 0) return this.#wait(decision, mapped, limiter, facts);
+    return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
+  }
+
+  async #reject(decision: Decision, mapped: HttpResponse): Promise<GuardResult> {
+    await decision.release();
+    return { kind: 'respond', decision, response: mapped };
+  }
+
+  async #wait(decision: Decision, mapped: HttpResponse, limiter: Limiter, facts: RequestFacts<Req>): Promise<GuardResult> {
+    const signal = facts.signal?.();
+    await this.#delay(decision.delayMs, signal);
+    if (signal?.aborted === true) {
+      await decision.release();
+      return { kind: 'gone', decision };
+    }
+    return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
   }
 
   /** The 503 answer to anything unexpected; releases `decision`. Never rejects. */

@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
-import { HttpGuard, type GuardOptions, type GuardResult } from '../../http/guard.js';
+import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import type { HttpResponse } from '../../http/respond.js';
 import { releaseOnce } from '../../http/release.js';
 
 /** Per-route choice, in the route's `config.rateLimit`: another limiter, or `false` for none. */
@@ -33,54 +34,75 @@ function routeLimiter(guard: HttpGuard<FastifyRequest>, request: FastifyRequest)
   return guard.select(request);
 }
 
-async function handle(guard: HttpGuard<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, limiter: Limiter, withBody: boolean): Promise<FastifyReply | undefined> {
-  const raw = request.raw;
-  let result: GuardResult;
-  try {
-    result = await guard.run(
-      {
-        req: request,
-        remoteAddress: raw.socket.remoteAddress,
-        method: raw.method,
-        url: raw.url,
-        headers: request.headers,
-        parsedBody: withBody ? { value: request.body } : undefined,
-        signal: () => {
-          const ac = new AbortController();
-          if (raw.socket.destroyed) ac.abort();
-          else reply.raw.once('close', () => {
-            if (!reply.raw.writableFinished) ac.abort();
-          });
-          return ac.signal;
-        },
-      },
-      limiter,
-    );
-  } catch (error) {
-    result = await guard.fail(error, request);
+/** One request's facts for the guard, carrying what the completion needs (no closure per request). */
+class FastifyFacts implements RequestFacts<FastifyRequest> {
+  readonly req: FastifyRequest;
+  readonly reply: FastifyReply;
+  readonly next: HookHandlerDoneFunction;
+  readonly remoteAddress: string | undefined;
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly headers: FastifyRequest['headers'];
+  readonly parsedBody: { readonly value: unknown } | undefined;
+
+  constructor(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, withBody: boolean) {
+    const raw = request.raw;
+    this.req = request;
+    this.reply = reply;
+    this.next = next;
+    this.remoteAddress = raw.socket.remoteAddress;
+    this.method = raw.method;
+    this.url = raw.url;
+    this.headers = request.headers;
+    this.parsedBody = withBody ? { value: request.body } : undefined;
   }
+
+  /** The client connection's abort signal (queue-mode waits only). */
+  signal(): AbortSignal {
+    const ac = new AbortController();
+    const res = this.reply.raw;
+    if (this.req.raw.socket.destroyed) ac.abort();
+    else res.once('close', () => {
+      if (!res.writableFinished) ac.abort();
+    });
+    return ac.signal;
+  }
+}
+
+function send(reply: FastifyReply, response: HttpResponse): void {
+  void reply.code(response.status).headers(response.headers).send(response.body);
+}
+
+/** Applies the guard's result: answer (and stop the hook chain), or go on to the next hook. */
+function finish(result: GuardResult, facts: FastifyFacts): void {
+  const { reply, req: request } = facts;
   if (result.kind === 'gone') {
     reply.hijack();
-    return reply;
+    return;
   }
   if (result.kind === 'respond') {
-    const { status, headers, body } = result.response;
-    void reply.code(status).headers(headers).send(body);
-    return reply;
+    send(reply, result.response);
+    return;
   }
-  void reply.headers(result.headers);
   const decision = result.decision;
-  if (decision !== undefined) request.rateLimit = decision;
-  if (decision !== undefined && result.leases) {
-    const release = releaseOnce(decision);
-    if (raw.socket.destroyed || reply.raw.closed) release();
-    else {
-      reply.raw.once('finish', release);
-      reply.raw.once('close', release);
+  if (decision !== undefined) {
+    for (const name in result.headers) void reply.header(name, result.headers[name]);
+    request.rateLimit = decision;
+    if (result.leases) {
+      const raw = reply.raw;
+      const release = releaseOnce(decision);
+      if (request.raw.socket.destroyed || raw.closed) release();
+      else {
+        raw.once('finish', release);
+        raw.once('close', release);
+      }
     }
   }
-  return undefined;
+  facts.next();
 }
+
+/** Requests whose limiter reads the body: decided in `preHandler`, with that limiter. */
+const bodyLimiters = new WeakMap<FastifyRequest, Limiter>();
 
 const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> => {
   const { limiter, ...rest } = options;
@@ -94,28 +116,37 @@ const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Pro
       if (l !== false && guard.needsBody(l) && (route.bodyLimit === undefined || route.bodyLimit > guard.maxBodyBytes)) route.bodyLimit = guard.maxBodyBytes;
     });
   }
+  // Callback hooks, not async ones: no promise per hook, and the request goes on in the same tick as the decision.
   // Limits without body keys decide in onRequest, before any parsing; limits with body keys in preHandler, on the parsed body.
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     let l: Limiter | false;
     try {
       l = routeLimiter(guard, request);
     } catch (error) {
-      const result = await guard.fail(error, request);
-      if (result.kind === 'respond') void reply.code(result.response.status).headers(result.response.headers).send(result.response.body);
-      return reply;
+      void guard.fail(error, request).then((result) => {
+        if (result.kind === 'respond') send(reply, result.response);
+      });
+      return;
     }
-    if (l === false || guard.needsBody(l)) return undefined;
-    return handle(guard, request, reply, l, false);
+    if (l === false) {
+      done();
+      return;
+    }
+    if (guard.needsBody(l)) {
+      bodyLimiters.set(request, l);
+      done();
+      return;
+    }
+    guard.decide(new FastifyFacts(request, reply, done, false), l, finish);
   });
-  fastify.addHook('preHandler', async (request, reply) => {
-    let l: Limiter | false;
-    try {
-      l = routeLimiter(guard, request);
-    } catch {
-      return undefined; // already answered in onRequest
+  // Global, so that routes registered before the plugin are covered too; a lookup and a call for the others.
+  fastify.addHook('preHandler', (request, reply, done) => {
+    const l = bodyLimiters.get(request);
+    if (l === undefined) {
+      done();
+      return;
     }
-    if (l === false || !guard.needsBody(l)) return undefined;
-    return handle(guard, request, reply, l, true);
+    guard.decide(new FastifyFacts(request, reply, done, true), l, finish);
   });
   return Promise.resolve();
 };
