@@ -81,6 +81,32 @@ describe('fastify: adapter specifics', () => {
     expect(await (await fetch(`${running.url}/api`)).json()).toEqual({ limits: ['api'] });
   });
 
+  it('limits routes registered before the plugin too, per-route limiters and body keys included', async () => {
+    const api = createLimiter({ limits: [{ name: 'api', purpose: 'abuse', limit: 2, window: '1m', key: 'ip' }], store: memoryStore() });
+    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const app = Fastify();
+    app.post('/otp-before', { config: { rateLimit: { limiter: otp } } }, (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
+    app.get('/api-before', (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
+    app.get('/health-before', { config: { rateLimit: false } }, (request) => ({ decided: request.rateLimit !== undefined }));
+    await app.register(rateLimitPlugin, { limiter: api });
+    app.post('/otp-after', { config: { rateLimit: { limiter: otp } } }, (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
+    const running = await run(app);
+    apps.push(running);
+    const send = (path: string, phone: string): Promise<Response> =>
+      fetch(`${running.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ phone }) });
+    // the body key is read on the parsed body, on routes declared before and after the plugin
+    expect(await (await send('/otp-before', '+1')).json()).toEqual({ limits: ['otp'] });
+    expect((await send('/otp-before', '+1')).status).toBe(429);
+    expect((await send('/otp-after', '+1')).status).toBe(429);
+    expect(await (await send('/otp-after', '+2')).json()).toEqual({ limits: ['otp'] });
+    expect((await send('/otp-before', '+2')).status).toBe(429);
+    // the per-ip limiter was not consumed by the body-keyed routes
+    expect(await (await fetch(`${running.url}/api-before`)).json()).toEqual({ limits: ['api'] });
+    expect((await fetch(`${running.url}/api-before`)).status).toBe(200);
+    expect((await fetch(`${running.url}/api-before`)).status).toBe(429);
+    for (let i = 0; i < 3; i++) expect(await (await fetch(`${running.url}/health-before`)).json()).toEqual({ decided: false });
+  });
+
   it('applies to routes registered in other encapsulated contexts', async () => {
     const limiter = createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], store: memoryStore() });
     const app = Fastify();
