@@ -2,9 +2,11 @@ import type { AlgorithmName } from '../../algorithms/types.js';
 import type { ConcurrencyState, Lease } from '../../algorithms/concurrency.js';
 import { RateContractError } from '../../core/errors.js';
 import type { StoreOp, StoreOpResult } from '../../core/store.js';
+import type { CompiledLimit } from '../../core/types.js';
 
-/** Reply integers per op of chain.lua. */
-export const CHAIN_REPLY_PER_OP = 8;
+/** Reply integers per op of chain.lua, without / with the peek figures (each chain's reply starts with one more: its `now`). */
+export const CHAIN_REPLY_PER_OP = 5;
+export const CHAIN_REPLY_PER_OP_PEEK = 7;
 
 /** An op's figures as chain.lua reports them, plus what a Cluster caller needs to compensate. */
 export interface ChainOpReply extends StoreOpResult {
@@ -13,20 +15,70 @@ export interface ChainOpReply extends StoreOpResult {
   readonly peekResetMs: number;
 }
 
-function flags(op: StoreOp): string {
-  return String((op.limit.shadow ? 1 : 0) + (op.limit.countRejected ? 2 : 0));
+/** One chain of a chain.lua call: its ops and the client `now` (undefined: the server clock). */
+export interface ChainCall {
+  readonly ops: readonly StoreOp[];
+  readonly now: number | undefined;
 }
 
+/** A limit's spec in chain.lua's ARGV (algorithm, limit, windowMs, burst, queue, flags) and its default cost, as strings built once. */
+interface LimitArgs {
+  readonly spec: readonly string[];
+  readonly cost: string;
+}
+
+const limitArgs = new WeakMap<CompiledLimit, LimitArgs>();
+
+function argsOf(limit: CompiledLimit): LimitArgs {
+  let a = limitArgs.get(limit);
+  if (a === undefined) {
+    const p = limit.params;
+    const flags = String((limit.shadow ? 1 : 0) + (limit.countRejected ? 2 : 0));
+    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), p.queue ? '1' : '0', flags], cost: String(limit.cost) };
+    limitArgs.set(limit, a);
+  }
+  return a;
+}
+
+function costArg(op: StoreOp): string {
+  return op.cost === op.limit.cost ? argsOf(op.limit).cost : String(op.cost);
+}
+
+/** refund.lua's per-op parameters: algorithm, limit, windowMs, burst, queue, cost. */
 function paramArgs(op: StoreOp): string[] {
-  const p = op.limit.params;
-  return [op.limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), p.queue ? '1' : '0', String(op.cost)];
+  const { spec } = argsOf(op.limit);
+  return [spec[0] as string, spec[1] as string, spec[2] as string, spec[3] as string, spec[4] as string, costArg(op)];
 }
 
-/** ARGV of chain.lua (see its header). `now` undefined: server time. */
-export function chainArgs(ops: readonly StoreOp[], now: number | undefined, graceMs: number, wantPeek: boolean): string[] {
-  const args = [now === undefined ? '' : String(now), String(graceMs), wantPeek ? '1' : '0', String(ops.length)];
-  for (const op of ops) args.push(...paramArgs(op), flags(op), op.leaseId ?? '');
+/**
+ * ARGV of chain.lua for a batch of chains (see its header): the distinct
+ * limits once, as specs, then 3 values per op.
+ */
+export function batchArgs(chains: readonly ChainCall[], graceMs: number, wantPeek: boolean): string[] {
+  const specOf = new Map<CompiledLimit, string>();
+  const specs: string[] = [];
+  const body: string[] = [String(chains.length)];
+  for (const c of chains) {
+    body.push(c.now === undefined ? '' : String(c.now), String(c.ops.length));
+    for (const op of c.ops) {
+      let spec = specOf.get(op.limit);
+      if (spec === undefined) {
+        spec = String(specOf.size + 1);
+        specOf.set(op.limit, spec);
+        for (const v of argsOf(op.limit).spec) specs.push(v);
+      }
+      body.push(spec, costArg(op), op.leaseId ?? '');
+    }
+  }
+  const args = [String(graceMs), wantPeek ? '1' : '0', String(specOf.size)];
+  for (const v of specs) args.push(v);
+  for (const v of body) args.push(v);
   return args;
+}
+
+/** ARGV of chain.lua for one chain. `now` undefined: server time. */
+export function chainArgs(ops: readonly StoreOp[], now: number | undefined, graceMs: number, wantPeek: boolean): string[] {
+  return batchArgs([{ ops, now }], graceMs, wantPeek);
 }
 
 /** ARGV of refund.lua (see its header). A `now` of undefined: server time. */
@@ -58,27 +110,48 @@ function int(v: unknown, what: string): number {
   throw malformed(what);
 }
 
-/** Decodes chain.lua's reply: the `now` it decided at and one result per op. */
-export function decodeChainReply(reply: unknown, n: number): { now: number; results: ChainOpReply[] } {
-  if (!Array.isArray(reply) || reply.length !== 1 + n * CHAIN_REPLY_PER_OP) throw malformed('chain');
+/** One chain's part of chain.lua's reply: the `now` it was decided at and one result per op. */
+export interface ChainReply {
+  readonly now: number;
+  readonly results: ChainOpReply[];
+}
+
+/** Decodes chain.lua's reply for chains of `sizes[j]` ops each; `withPeek` as the call's ARGV[2]. */
+export function decodeBatchReply(reply: unknown, sizes: readonly number[], withPeek: boolean): ChainReply[] {
+  const per = withPeek ? CHAIN_REPLY_PER_OP_PEEK : CHAIN_REPLY_PER_OP;
+  let total = 0;
+  for (const n of sizes) total += 1 + n * per;
+  if (!Array.isArray(reply) || reply.length !== total) throw malformed('chain');
   const r = reply as unknown[];
-  const now = int(r[0], 'chain');
-  const results = new Array<ChainOpReply>(n);
-  for (let i = 0; i < n; i++) {
-    const b = 1 + i * CHAIN_REPLY_PER_OP;
-    const retry = int(r[b + 4], 'chain');
-    results[i] = {
-      allowed: int(r[b], 'chain') === 1,
-      consumed: int(r[b + 1], 'chain') === 1,
-      remaining: int(r[b + 2], 'chain'),
-      resetMs: int(r[b + 3], 'chain'),
-      retryAfterMs: retry === -1 ? Infinity : retry,
-      delayMs: int(r[b + 5], 'chain'),
-      peekRemaining: int(r[b + 6], 'chain'),
-      peekResetMs: int(r[b + 7], 'chain'),
-    };
+  const out = new Array<ChainReply>(sizes.length);
+  let b = 0;
+  for (let j = 0; j < sizes.length; j++) {
+    const n = sizes[j] as number;
+    const now = int(r[b++], 'chain');
+    const results = new Array<ChainOpReply>(n);
+    for (let i = 0; i < n; i++, b += per) {
+      const outcome = int(r[b], 'chain');
+      if (outcome < 0 || outcome > 2) throw malformed('chain');
+      const retry = int(r[b + 3], 'chain');
+      results[i] = {
+        allowed: outcome > 0,
+        consumed: outcome === 2,
+        remaining: int(r[b + 1], 'chain'),
+        resetMs: int(r[b + 2], 'chain'),
+        retryAfterMs: retry === -1 ? Infinity : retry,
+        delayMs: int(r[b + 4], 'chain'),
+        peekRemaining: withPeek ? int(r[b + 5], 'chain') : 0,
+        peekResetMs: withPeek ? int(r[b + 6], 'chain') : 0,
+      };
+    }
+    out[j] = { now, results };
   }
-  return { now, results };
+  return out;
+}
+
+/** Decodes chain.lua's reply for one chain of `n` ops. */
+export function decodeChainReply(reply: unknown, n: number, withPeek: boolean): ChainReply {
+  return decodeBatchReply(reply, [n], withPeek)[0] as ChainReply;
 }
 
 function nums(raw: string): number[] {

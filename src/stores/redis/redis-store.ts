@@ -4,7 +4,7 @@ import { storeErrorChannel } from '../../core/events.js';
 import type { BreakerOptions } from '../../core/guard.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
 import { adaptClient, type RedisClientLike, type ScriptRunner } from './client.js';
-import { chainArgs, decodeChainReply, refundArgs, releaseArgs, type ChainOpReply } from './codec.js';
+import { batchArgs, chainArgs, decodeBatchReply, decodeChainReply, refundArgs, releaseArgs, type ChainCall, type ChainOpReply } from './codec.js';
 import { stateKey } from './keys.js';
 import { chainScript, heartbeatScript, refundScript, releaseScript } from './scripts.generated.js';
 import { keySlot } from './slot.js';
@@ -45,6 +45,30 @@ export interface RedisStoreOptions {
   readonly deadlineMs?: number | undefined;
   /** Circuit breaker settings for this store (failure domain). Default: the limiter's. */
   readonly breaker?: BreakerOptions | undefined;
+  /**
+   * Batching of checks on a standalone server. Checks that arrive in the
+   * same tick of the event loop (before `process.nextTick` runs) are sent as
+   * one script call that decides them in arrival order, each chain still
+   * atomic and all-or-nothing: the same decisions as one call per check,
+   * with one round trip and one script start per batch instead of per check.
+   * A batch fails or times out as a whole. `false` sends one script call per
+   * check. Default `{ maxChecks: 64 }`. Not used on a Cluster, where each
+   * chain goes to its own slot's node (see docs/redis.md).
+   */
+  readonly batch?: false | BatchOptions | undefined;
+}
+
+/** Batching settings of `redisStore({ batch })`. */
+export interface BatchOptions {
+  /** Most checks in one script call; a full batch is sent at once. Default 64, at most 1024. */
+  readonly maxChecks?: number | undefined;
+}
+
+/** One check waiting in the current batch. */
+interface Queued extends ChainCall {
+  readonly keys: readonly string[];
+  readonly resolve: (results: StoreOpResult[]) => void;
+  readonly reject: (error: unknown) => void;
 }
 
 function strip(r: ChainOpReply): StoreOpResult {
@@ -70,6 +94,14 @@ export class RedisStore implements Store {
   readonly #secret: string | undefined;
   /** When (server or client ms) each op was decided, so a later refund gives back at the same instant. */
   readonly #decidedAt = new WeakMap<StoreOp, number>();
+  /** Most checks per script call; 1 when batching is off or on a Cluster. */
+  readonly #maxChecks: number;
+  #queue: Queued[] = [];
+  #flushScheduled = false;
+  readonly #flushTick = (): void => {
+    this.#flushScheduled = false;
+    this.#flush();
+  };
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'redisStore', 'needs an options object with a client');
@@ -95,6 +127,7 @@ export class RedisStore implements Store {
     this.#secret = options.keySecret;
     this.deadlineMs = options.deadlineMs;
     this.breaker = options.breaker;
+    this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch);
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
@@ -112,13 +145,63 @@ export class RedisStore implements Store {
     if (n === 0) return [];
     const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
     const at = this.#clientNow(now);
+    if (this.#maxChecks > 1) {
+      return new Promise<StoreOpResult[]>((resolve, reject) => {
+        this.#queue.push({ ops, now: at, keys, resolve, reject });
+        if (this.#queue.length >= this.#maxChecks) {
+          this.#flush();
+        } else if (!this.#flushScheduled) {
+          this.#flushScheduled = true;
+          process.nextTick(this.#flushTick);
+        }
+      });
+    }
     const groups = this.#groupBySlot(keys);
     if (groups.length === 1) {
-      const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), n);
+      const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), n, false);
       for (const op of ops) this.#decidedAt.set(op, reply.now);
       return reply.results.map(strip);
     }
     return this.#evaluateGroups(ops, keys, groups, at);
+  }
+
+  /** Sends the queued checks as one chain.lua call and settles each with its own chain's results. */
+  #flush(): void {
+    const batch = this.#queue;
+    if (batch.length === 0) return;
+    this.#queue = [];
+    const keys: string[] = [];
+    for (const q of batch) for (const k of q.keys) keys.push(k);
+    let call: Promise<unknown>;
+    try {
+      call = this.#runner.run(chainScript, keys, batchArgs(batch, this.#graceMs, false));
+    } catch (error) {
+      for (const q of batch) q.reject(error);
+      return;
+    }
+    call.then(
+      (reply) => {
+        let chains;
+        try {
+          chains = decodeBatchReply(
+            reply,
+            batch.map((q) => q.ops.length),
+            false,
+          );
+        } catch (error) {
+          for (const q of batch) q.reject(error);
+          return;
+        }
+        batch.forEach((q, j) => {
+          const c = chains[j] as { now: number; results: ChainOpReply[] };
+          for (const op of q.ops) this.#decidedAt.set(op, c.now);
+          q.resolve(c.results.map(strip));
+        });
+      },
+      (error: unknown) => {
+        for (const q of batch) q.reject(error);
+      },
+    );
   }
 
   async refund(ops: readonly StoreOp[], now: number): Promise<void> {
@@ -194,7 +277,7 @@ export class RedisStore implements Store {
       groups.map(async (idx) => {
         const gOps = idx.map((i) => ops[i] as StoreOp);
         const gKeys = idx.map((i) => keys[i] as string);
-        const reply = decodeChainReply(await this.#runner.run(chainScript, gKeys, chainArgs(gOps, at, this.#graceMs, true)), idx.length);
+        const reply = decodeChainReply(await this.#runner.run(chainScript, gKeys, chainArgs(gOps, at, this.#graceMs, true)), idx.length, true);
         idx.forEach((i, j) => {
           out[i] = reply.results[j];
           decidedAt[i] = reply.now;
@@ -248,6 +331,18 @@ export class RedisStore implements Store {
       ),
     );
   }
+}
+
+function batchSize(batch: false | BatchOptions | undefined): number {
+  if (batch === false) return 1;
+  if (batch !== undefined && (batch === null || typeof batch !== 'object')) {
+    throw new ConfigError('RC_INVALID_OPTION', 'redisStore.batch', `must be false or { maxChecks }, got ${String(batch)}`);
+  }
+  const max = batch?.maxChecks ?? 64;
+  if (!Number.isSafeInteger(max) || max < 1 || max > 1024) {
+    throw new ConfigError('RC_INVALID_OPTION', 'redisStore.batch.maxChecks', `must be an integer from 1 to 1024, got ${String(max)}`);
+  }
+  return max;
 }
 
 /** Creates a Redis store over your ioredis or node-redis client. See `RedisStore` and docs/redis.md. */

@@ -1,28 +1,36 @@
 --[[
-chain.lua: decides a whole chain of ops (any mix of algorithms) atomically,
-the twin of runChain in src/core/chain.ts:
-  1. every op is decided against the same `now`;
-  2. the chain admits iff every enforcing (non-shadow) op admits;
-  3. an op consumes iff it admits, has cost, and either the chain admits or
+chain.lua: decides a batch of m chains, in order, each atomically and each
+any mix of algorithms. Every chain is the twin of runChain in
+src/core/chain.ts:
+  1. every op of a chain is decided against the same `now`;
+  2. a chain admits iff every enforcing (non-shadow) op admits;
+  3. an op consumes iff it admits, has cost, and either its chain admits or
      its limit counts rejected attempts;
   4. an op that admits but does not consume reports the unconsumed figures
      (a cost-0 peek).
-Every state is read before any is written, as runChain does.
+Every state of a chain is read before any of that chain's states is written,
+as runChain does. A later chain in the batch sees what earlier ones wrote, so
+a batch decides exactly as the same checks sent one by one, back to back.
+The server clock (TIME) is read at most once per call.
 
-KEYS[i]  state key of op i (i = 1..n); on a Cluster all in one hash slot
-ARGV[1]  now in ms (client-time mode), or '' for the server clock (TIME)
-ARGV[2]  TTL grace in ms added to every written key (0 in server-time mode)
-ARGV[3]  '1': also report the peek figures of consumed ops (a Cluster caller
+KEYS     the state keys of every op of every chain, chain after chain, in
+         chain order (on a Cluster all in one hash slot)
+ARGV[1]  TTL grace in ms added to every written key (0 in server-time mode)
+ARGV[2]  '1': also report the peek figures of consumed ops (a Cluster caller
          needs them if another slot group rejects the chain), else '0'
-ARGV[4]  n, the number of ops
-ARGV[5 + 8*(i-1) .. 12 + 8*(i-1)], for op i:
-         algorithm, limit, windowMs, burst, queue ('1'/'0'), cost,
-         flags (1 = shadow, 2 = countRejected, summed), leaseId ('' if none)
+ARGV[3]  s, the number of limit specs; then s specs of 6 values each:
+         algorithm, limit, windowMs, burst, queue ('1'/'0'),
+         flags (1 = shadow, 2 = countRejected, summed)
+then     m, the number of chains; then for each chain:
+         now in ms (client-time mode), or '' for the server clock (TIME);
+         n, the number of its ops;
+         3 values per op: spec (1..s), cost, leaseId ('' if none)
 
-Reply: { now, then 8 integers per op: allowed (0/1), consumed (0/1),
-         remaining, resetMs, retryAfterMs (-1 = never: the cost can never
-         fit), delayMs, peekRemaining, peekResetMs }
-         (peek figures are 0 unless requested and the op consumed)
+Reply: for each chain: the `now` it was decided at, then per op:
+       outcome (0 = rejected, 1 = admitted without consuming, 2 = admitted
+       and consumed), remaining, resetMs, retryAfterMs (0 when admitted;
+       -1 = never: the cost can never fit), delayMs; and, when ARGV[2] is
+       '1', peekRemaining and peekResetMs (0 unless the op consumed)
 ]]
 -- @include common
 -- @include fixed-window
@@ -33,78 +41,112 @@ Reply: { now, then 8 integers per op: allowed (0/1), consumed (0/1),
 -- @include gcra
 -- @include concurrency
 
-local now = clock(ARGV[1])
-local grace = tonumber(ARGV[2])
-local want_peek = ARGV[3] == '1'
-local n = tonumber(ARGV[4])
-if #KEYS ~= n then
-  return redis.error_reply('ratecontract: chain got ' .. #KEYS .. ' keys for ' .. tostring(n) .. ' ops')
+local grace = tonumber(ARGV[1])
+local want_peek = ARGV[2] == '1'
+local nspecs = tonumber(ARGV[3])
+
+-- Specs: the algorithm, its params table, shadow and countRejected, built once per call.
+local spec_algo, spec_params, spec_shadow, spec_count = {}, {}, {}, {}
+for j = 1, nspecs do
+  local b = 3 + 6 * (j - 1)
+  spec_algo[j] = algo(ARGV[b + 1])
+  spec_params[j] = params(ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
+  local flags = tonumber(ARGV[b + 6])
+  spec_shadow[j] = flags % 2 == 1
+  spec_count[j] = flags >= 2
 end
 
-local ops = {}
-local chain_allowed = true
-for i = 1, n do
-  local b = 4 + 8 * (i - 1)
-  local a = algo(ARGV[b + 1])
-  local p = params(ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
-  local flags = tonumber(ARGV[b + 7])
-  local op = {
-    a = a,
-    p = p,
-    cost = tonumber(ARGV[b + 6]),
-    shadow = flags % 2 == 1,
-    count_rejected = flags >= 2,
-    lease = ARGV[b + 8],
-  }
-  op.pre = load(KEYS[i], a)
-  op.r = a.decide(op.pre, now, op.cost, p, op.lease)
-  if not op.r.allowed and not op.shadow then
-    chain_allowed = false
+local first = 4 + 6 * nspecs
+local m = tonumber(ARGV[first])
+
+-- Check the shape before anything is written: a malformed batch changes nothing.
+local pos, total = first, 0
+for _ = 1, m do
+  local n = tonumber(ARGV[pos + 2])
+  if n == nil then
+    return redis.error_reply('ratecontract: chain ARGV malformed')
   end
-  ops[i] = op
+  for i = 1, n do
+    local spec = tonumber(ARGV[pos + 2 + 3 * (i - 1) + 1])
+    if spec == nil or spec_algo[spec] == nil then
+      return redis.error_reply('ratecontract: chain op names no spec')
+    end
+  end
+  pos = pos + 2 + 3 * n
+  total = total + n
+end
+if total ~= #KEYS or pos ~= #ARGV then
+  return redis.error_reply('ratecontract: chain got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args for ' .. total .. ' ops')
 end
 
-local out = { now }
-for i = 1, n do
-  local op = ops[i]
-  local r = op.r
-  if r.allowed and op.cost > 0 and (chain_allowed or op.count_rejected) then
-    save(KEYS[i], op.a, op.p, r.state, now, grace, nil)
-    local peek_remaining, peek_reset = 0, 0
-    if want_peek then
-      local peek = op.a.decide(op.pre, now, 0, op.p, op.lease)
-      peek_remaining, peek_reset = peek.remaining, peek.reset
+local server_now = nil
+local arg = first
+local key = 0
+local out = {}
+local o = 0
+-- Per op of the chain being decided (reused from chain to chain).
+local o_spec, o_cost, o_lease, o_pre = {}, {}, {}, {}
+local o_ok, o_state, o_rem, o_reset, o_retry, o_delay = {}, {}, {}, {}, {}, {}
+
+for _ = 1, m do
+  local now
+  if ARGV[arg + 1] == '' then
+    if server_now == nil then
+      server_now = clock('')
     end
-    out[#out + 1] = 1
-    out[#out + 1] = 1
-    out[#out + 1] = r.remaining
-    out[#out + 1] = r.reset
-    out[#out + 1] = 0
-    out[#out + 1] = r.delay
-    out[#out + 1] = peek_remaining
-    out[#out + 1] = peek_reset
-  elseif r.allowed then
-    local peek = r
-    if op.cost > 0 then
-      peek = op.a.decide(op.pre, now, 0, op.p, op.lease)
-    end
-    out[#out + 1] = 1
-    out[#out + 1] = 0
-    out[#out + 1] = peek.remaining
-    out[#out + 1] = peek.reset
-    out[#out + 1] = 0
-    out[#out + 1] = 0
-    out[#out + 1] = 0
-    out[#out + 1] = 0
+    now = server_now
   else
-    out[#out + 1] = 0
-    out[#out + 1] = 0
-    out[#out + 1] = r.remaining
-    out[#out + 1] = r.reset
-    out[#out + 1] = wire_retry(r.retry)
-    out[#out + 1] = 0
-    out[#out + 1] = 0
-    out[#out + 1] = 0
+    now = tonumber(ARGV[arg + 1])
   end
+  local n = tonumber(ARGV[arg + 2])
+  arg = arg + 2
+
+  local chain_allowed = true
+  for i = 1, n do
+    local b = arg + 3 * (i - 1)
+    local spec = tonumber(ARGV[b + 1])
+    local a = spec_algo[spec]
+    local cost = tonumber(ARGV[b + 2])
+    local lease = ARGV[b + 3]
+    local pre = load(KEYS[key + i], a)
+    local ok, st, rem, reset, retry, delay = a.decide(pre, now, cost, spec_params[spec], lease)
+    o_spec[i], o_cost[i], o_lease[i], o_pre[i] = spec, cost, lease, pre
+    o_ok[i], o_state[i], o_rem[i], o_reset[i], o_retry[i], o_delay[i] = ok, st, rem, reset, retry, delay
+    if not ok and not spec_shadow[spec] then
+      chain_allowed = false
+    end
+  end
+
+  o = o + 1
+  out[o] = now
+  for i = 1, n do
+    local spec = o_spec[i]
+    local a, p, cost = spec_algo[spec], spec_params[spec], o_cost[i]
+    local peek_rem, peek_reset = 0, 0
+    if o_ok[i] and cost > 0 and (chain_allowed or spec_count[spec]) then
+      save(KEYS[key + i], a, p, o_state[i], now, grace, nil)
+      if want_peek then
+        local _, _, r, t = a.decide(o_pre[i], now, 0, p, o_lease[i])
+        peek_rem, peek_reset = r, t
+      end
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 2, o_rem[i], o_reset[i], 0, o_delay[i]
+    elseif o_ok[i] then
+      local rem, reset = o_rem[i], o_reset[i]
+      if cost > 0 then
+        local _, _, r, t = a.decide(o_pre[i], now, 0, p, o_lease[i])
+        rem, reset = r, t
+      end
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, rem, reset, 0, 0
+    else
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 0, o_rem[i], o_reset[i], wire_retry(o_retry[i]), 0
+    end
+    o = o + 5
+    if want_peek then
+      out[o + 1], out[o + 2] = peek_rem, peek_reset
+      o = o + 2
+    end
+  end
+  arg = arg + 3 * n
+  key = key + n
 end
 return out

@@ -12,6 +12,8 @@ that large ones never turn into 1e+15 notation.
 
 local INF = math.huge
 -- Algorithm twins, by name: decode, encode, decide, refund, expires.
+-- decide(state, now, cost, p, lease) returns six values: allowed, the next
+-- state, remaining, reset, retry, delay (no table per decision).
 local ALGOS = {}
 
 local function ceil_div(a, b)
@@ -31,6 +33,17 @@ local function nums(raw)
   return out
 end
 
+-- The two / three integers of a state string "a b" / "a b c" (nil if malformed).
+local function two(raw)
+  local x, y = string.match(raw, '^(%-?%d+) (%-?%d+)$')
+  return tonumber(x), tonumber(y)
+end
+
+local function three(raw)
+  local x, y, z = string.match(raw, '^(%-?%d+) (%-?%d+) (%-?%d+)$')
+  return tonumber(x), tonumber(y), tonumber(z)
+end
+
 -- The caller's time (client-time mode) or the server clock (TIME), in ms.
 local function clock(arg)
   if arg ~= nil and arg ~= '' then
@@ -38,10 +51,6 @@ local function clock(arg)
   end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local function result(allowed, state, remaining, reset, retry, delay)
-  return { allowed = allowed, state = state, remaining = remaining, reset = reset, retry = retry, delay = delay }
 end
 
 local function algo(name)

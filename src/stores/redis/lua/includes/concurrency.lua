@@ -56,7 +56,7 @@ ALGOS['concurrency'] = {
       if #live > 0 then
         st = live
       end
-      return result(true, st, N - used - cost, last - now, 0, 0)
+      return true, st, N - used - cost, last - now, 0, 0
     end
     local retry = INF
     if cost <= N then
@@ -82,7 +82,7 @@ ALGOS['concurrency'] = {
     if #live > 0 then
       st = live
     end
-    return result(false, st, N - used, last - now, retry, 0)
+    return false, st, N - used, last - now, retry, 0
   end,
   -- Refunding a lease releases it.
   refund = function(s, now, cost, p, lease)

@@ -3,11 +3,11 @@ Twin of src/algorithms/fixed-window.ts. State: "w c" (window start, count).
 ]]
 ALGOS['fixed-window'] = {
   decode = function(raw)
-    local v = nums(raw)
-    return { w = v[1], c = v[2] }
+    local w, c = two(raw)
+    return { w = w, c = c }
   end,
   encode = function(s)
-    return fmt(s.w) .. ' ' .. fmt(s.c)
+    return string.format('%.0f %.0f', s.w, s.c)
   end,
   decide = function(s, now, cost, p)
     local W = p.window
@@ -21,9 +21,9 @@ ALGOS['fixed-window'] = {
     if c + cost <= N then
       local nxt = c + cost
       if nxt > 0 then
-        return result(true, { w = w, c = nxt }, N - nxt, reset, 0, 0)
+        return true, { w = w, c = nxt }, N - nxt, reset, 0, 0
       end
-      return result(true, nil, N - nxt, 0, 0, 0)
+      return true, nil, N - nxt, 0, 0, 0
     end
     local st = nil
     if c > 0 then
@@ -33,7 +33,7 @@ ALGOS['fixed-window'] = {
     if cost > N then
       retry = INF
     end
-    return result(false, st, N - c, c > 0 and reset or 0, retry, 0)
+    return false, st, N - c, c > 0 and reset or 0, retry, 0
   end,
   refund = function(s, now, cost, p)
     local w = math.floor(now / p.window) * p.window

@@ -4,11 +4,11 @@ Twin of src/algorithms/gcra.ts. State: "t f" (the TAT as t + f/N ms,
 ]]
 ALGOS['gcra'] = {
   decode = function(raw)
-    local v = nums(raw)
-    return { t = v[1], f = v[2] }
+    local t, f = two(raw)
+    return { t = t, f = f }
   end,
   encode = function(s)
-    return fmt(s.t) .. ' ' .. fmt(s.f)
+    return string.format('%.0f %.0f', s.t, s.f)
   end,
   decide = function(s, now, cost, p)
     local W = p.window
@@ -25,7 +25,7 @@ ALGOS['gcra'] = {
       if nxt > 0 then
         st = { t = now + math.floor(nxt / N), f = math.fmod(nxt, N) }
       end
-      return result(true, st, math.floor((tolerance - nxt) / W), ceil_div(nxt, N), 0, 0)
+      return true, st, math.floor((tolerance - nxt) / W), ceil_div(nxt, N), 0, 0
     end
     local st = nil
     if tat > 0 then
@@ -35,7 +35,7 @@ ALGOS['gcra'] = {
     if cost > p.burst then
       retry = INF
     end
-    return result(false, st, math.floor((tolerance - tat) / W), ceil_div(tat, N), retry, 0)
+    return false, st, math.floor((tolerance - tat) / W), ceil_div(tat, N), retry, 0
   end,
   refund = function(s, now, cost, p)
     local tat = (s.t - now) * p.limit + s.f - cost * p.window

@@ -4,11 +4,11 @@ Twin of src/algorithms/leaky-bucket.ts (meter and queue mode). State: "l t"
 ]]
 ALGOS['leaky-bucket'] = {
   decode = function(raw)
-    local v = nums(raw)
-    return { l = v[1], t = v[2] }
+    local l, t = two(raw)
+    return { l = l, t = t }
   end,
   encode = function(s)
-    return fmt(s.l) .. ' ' .. fmt(s.t)
+    return string.format('%.0f %.0f', s.l, s.t)
   end,
   decide = function(s, now, cost, p)
     local W = p.window
@@ -28,7 +28,7 @@ ALGOS['leaky-bucket'] = {
       if p.queue and cost > 0 then
         delay = ceil_div(level, N)
       end
-      return result(true, st, math.floor((depth - nxt) / W), ceil_div(nxt, N), 0, delay)
+      return true, st, math.floor((depth - nxt) / W), ceil_div(nxt, N), 0, delay
     end
     local st = nil
     if level > 0 then
@@ -38,7 +38,7 @@ ALGOS['leaky-bucket'] = {
     if cost > p.burst then
       retry = INF
     end
-    return result(false, st, math.floor((depth - level) / W), ceil_div(level, N), retry, 0)
+    return false, st, math.floor((depth - level) / W), ceil_div(level, N), retry, 0
   end,
   refund = function(s, now, cost, p)
     local l = s.l - cost * p.window

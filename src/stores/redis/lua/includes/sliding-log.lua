@@ -58,7 +58,7 @@ ALGOS['sliding-log'] = {
       if nxt ~= nil then
         reset = nxt[#nxt - 1] + W - now
       end
-      return result(true, nxt, N - used - cost, reset, 0, 0)
+      return true, nxt, N - used - cost, reset, 0, 0
     end
     local retry = INF
     if cost <= N and live ~= nil then
@@ -77,7 +77,7 @@ ALGOS['sliding-log'] = {
     if live ~= nil then
       reset = live[#live - 1] + W - now
     end
-    return result(false, live, N - used, reset, retry, 0)
+    return false, live, N - used, reset, retry, 0
   end,
   refund = function(s, now, cost, p)
     local copy = {}

@@ -17,11 +17,11 @@ end
 
 ALGOS['sliding-window'] = {
   decode = function(raw)
-    local v = nums(raw)
-    return { w = v[1], c = v[2], p = v[3] }
+    local w, c, prev = three(raw)
+    return { w = w, c = c, p = prev }
   end,
   encode = function(s)
-    return fmt(s.w) .. ' ' .. fmt(s.c) .. ' ' .. fmt(s.p)
+    return string.format('%.0f %.0f %.0f', s.w, s.c, s.p)
   end,
   decide = function(s, now, cost, p)
     local W = p.window
@@ -43,7 +43,7 @@ ALGOS['sliding-window'] = {
       if nxt > 0 or prev > 0 then
         st = { w = w, c = nxt, p = prev }
       end
-      return result(true, st, math.floor((capacity - weighted - nxt * W) / W), reset, 0, 0)
+      return true, st, math.floor((capacity - weighted - nxt * W) / W), reset, 0, 0
     end
     local retry_at = INF
     if cost <= N then
@@ -74,7 +74,7 @@ ALGOS['sliding-window'] = {
     elseif prev > 0 then
       reset = w + W - now
     end
-    return result(false, st, math.max(0, math.floor((capacity - weighted - c * W) / W)), reset, retry_at - now, 0)
+    return false, st, math.max(0, math.floor((capacity - weighted - c * W) / W)), reset, retry_at - now, 0
   end,
   refund = function(s, now, cost, p)
     local w = math.floor(now / p.window) * p.window

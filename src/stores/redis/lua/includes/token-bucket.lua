@@ -4,11 +4,11 @@ Twin of src/algorithms/token-bucket.ts. State: "u t" (tokens in units of
 ]]
 ALGOS['token-bucket'] = {
   decode = function(raw)
-    local v = nums(raw)
-    return { u = v[1], t = v[2] }
+    local u, t = two(raw)
+    return { u = u, t = t }
   end,
   encode = function(s)
-    return fmt(s.u) .. ' ' .. fmt(s.t)
+    return string.format('%.0f %.0f', s.u, s.t)
   end,
   decide = function(s, now, cost, p)
     local W = p.window
@@ -25,7 +25,7 @@ ALGOS['token-bucket'] = {
       if left < cap then
         st = { u = left, t = now }
       end
-      return result(true, st, math.floor(left / W), ceil_div(cap - left, N), 0, 0)
+      return true, st, math.floor(left / W), ceil_div(cap - left, N), 0, 0
     end
     local st = nil
     if units < cap then
@@ -35,7 +35,7 @@ ALGOS['token-bucket'] = {
     if cost > p.burst then
       retry = INF
     end
-    return result(false, st, math.floor(units / W), ceil_div(cap - units, N), retry, 0)
+    return false, st, math.floor(units / W), ceil_div(cap - units, N), retry, 0
   end,
   refund = function(s, now, cost, p)
     local cap = p.burst * p.window
