@@ -1,4 +1,4 @@
-import { serializeDictionary, serializeItem, serializeList, type BareItem, type Item } from 'structured-headers';
+import { serializeBareItem, serializeDictionary, serializeItem, serializeList, type BareItem, type Item } from 'structured-headers';
 
 type ParamValue = number | string | Uint8Array;
 
@@ -28,16 +28,91 @@ function params(entries: ReadonlyArray<readonly [string, ParamValue | undefined]
   return m;
 }
 
+// The draft-10 fields go out on every advertised response, so they are
+// assembled from cached pieces: each bare item is still serialised by
+// `structured-headers` (names and partition keys once, then cached; integers
+// are their decimal digits, as `serializeInteger` writes them, within its
+// range and through it outside), joined with the List and Parameters syntax
+// of RFC 9651 (`, ` between items, `;key=value` per parameter, in the order
+// given). test/http/fields.test.ts checks the result byte for byte against
+// `serializeList` on random input.
+
+const MAX_SF_INTEGER = 999_999_999_999_999;
+/** Bounds of the caches keyed by strings (limit names come from configuration, so this is never reached in practice). */
+const CACHE_SIZE = 1000;
+
+function integer(n: number): string {
+  return Number.isInteger(n) && n >= -MAX_SF_INTEGER && n <= MAX_SF_INTEGER ? String(n) : serializeBareItem(n);
+}
+
+const stringItems = new Map<string, string>();
+function stringItem(s: string): string {
+  let out = stringItems.get(s);
+  if (out === undefined) {
+    out = serializeBareItem(s);
+    if (stringItems.size >= CACHE_SIZE) stringItems.clear();
+    stringItems.set(s, out);
+  }
+  return out;
+}
+
+/** `;pk=:...:` per partition key (partition keys are themselves cached, so the same bytes come back as the same object). */
+const pkParams = new WeakMap<Uint8Array, string>();
+function pkParam(pk: Uint8Array | undefined): string {
+  if (pk === undefined) return '';
+  let out = pkParams.get(pk);
+  if (out === undefined) {
+    out = ';pk=' + serializeBareItem(pk);
+    pkParams.set(pk, out);
+  }
+  return out;
+}
+
+interface PolicyItem {
+  readonly q: number;
+  readonly qu: string | undefined;
+  readonly w: number | undefined;
+  readonly text: string;
+}
+/** Serialised `RateLimit-Policy` items per partition key (`NO_PK` for none), then per policy name. */
+const policyItems = new WeakMap<object, Map<string, PolicyItem>>();
+const NO_PK = {};
+
+function policyItem(l: AdvertisedLimit): string {
+  const owner = l.pk ?? NO_PK;
+  let byName = policyItems.get(owner);
+  if (byName === undefined) {
+    byName = new Map();
+    policyItems.set(owner, byName);
+  }
+  const hit = byName.get(l.name);
+  if (hit !== undefined && hit.q === l.q && hit.qu === l.qu && hit.w === l.w) return hit.text;
+  let text = stringItem(l.name) + ';q=' + integer(l.q);
+  if (l.qu !== undefined) text += ';qu=' + stringItem(l.qu);
+  if (l.w !== undefined) text += ';w=' + integer(l.w);
+  text += pkParam(l.pk);
+  if (byName.size >= CACHE_SIZE) byName.clear();
+  byName.set(l.name, { q: l.q, qu: l.qu, w: l.w, text });
+  return text;
+}
+
 /** `RateLimit-Policy` (draft-10): a List of String policy names with `q`, `qu`, `w`, `pk`. */
 export function policyField(limits: readonly AdvertisedLimit[]): string {
-  const list: Item[] = limits.map((l) => [l.name, params([['q', l.q], ['qu', l.qu], ['w', l.w], ['pk', l.pk]])]);
-  return serializeList(list);
+  let out = '';
+  for (let i = 0; i < limits.length; i++) out += (i === 0 ? '' : ', ') + policyItem(limits[i] as AdvertisedLimit);
+  return out;
 }
 
 /** `RateLimit` (draft-10): a List of String policy names with `r`, `t`, `pk`. */
 export function rateLimitField(limits: readonly AdvertisedLimit[]): string {
-  const list: Item[] = limits.map((l) => [l.name, params([['r', l.r], ['t', l.t], ['pk', l.pk]])]);
-  return serializeList(list);
+  let out = '';
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i] as AdvertisedLimit;
+    out += (i === 0 ? '' : ', ') + stringItem(l.name) + ';r=' + integer(l.r);
+    if (l.t !== undefined) out += ';t=' + integer(l.t);
+    out += pkParam(l.pk);
+  }
+  return out;
 }
 
 /** `RateLimit-Policy` of drafts 6 and 7: a List of Integer quotas with `w`. */
