@@ -107,6 +107,22 @@ describe('fastify: adapter specifics', () => {
     for (let i = 0; i < 3; i++) expect(await (await fetch(`${running.url}/health-before`)).json()).toEqual({ decided: false });
   });
 
+  it('registered twice, each registration checks its own body-keyed limiter once', async () => {
+    const strict = createLimiter({ limits: [{ name: 'strict', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const loose = createLimiter({ limits: [{ name: 'loose', purpose: 'abuse', limit: 5, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const app = Fastify();
+    await app.register(rateLimitPlugin, { limiter: strict });
+    await app.register(rateLimitPlugin, { limiter: loose });
+    app.post('/otp', (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
+    const running = await run(app);
+    apps.push(running);
+    const send = (): Promise<Response> => fetch(`${running.url}/otp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"phone":"+1"}' });
+    expect(await (await send()).json()).toEqual({ limits: ['loose'] });
+    const second = await send();
+    expect(second.status).toBe(429);
+    expect(second.headers.get('content-type')).toContain('application/problem+json');
+  });
+
   it('applies to routes registered in other encapsulated contexts', async () => {
     const limiter = createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], store: memoryStore() });
     const app = Fastify();

@@ -101,9 +101,6 @@ function finish(result: GuardResult, facts: FastifyFacts): void {
   facts.next();
 }
 
-/** Requests whose limiter reads the body: decided in `preHandler`, with that limiter. */
-const bodyLimiters = new WeakMap<FastifyRequest, Limiter>();
-
 const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> => {
   const { limiter, ...rest } = options;
   const guard = new HttpGuard<FastifyRequest>(limiter, rest);
@@ -116,6 +113,10 @@ const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Pro
       if (l !== false && guard.needsBody(l) && (route.bodyLimit === undefined || route.bodyLimit > guard.maxBodyBytes)) route.bodyLimit = guard.maxBodyBytes;
     });
   }
+  // Requests whose limiter reads the body: decided in preHandler, with that limiter (per registration of the plugin).
+  const bodyLimiters = new WeakMap<FastifyRequest, Limiter>();
+  // Whether any request so far had such a limiter (until then preHandler looks nothing up).
+  let bodyKeyed = false;
   // Callback hooks, not async ones: no promise per hook, and the request goes on in the same tick as the decision.
   // Limits without body keys decide in onRequest, before any parsing; limits with body keys in preHandler, on the parsed body.
   fastify.addHook('onRequest', (request, reply, done) => {
@@ -133,15 +134,16 @@ const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Pro
       return;
     }
     if (guard.needsBody(l)) {
+      bodyKeyed = true;
       bodyLimiters.set(request, l);
       done();
       return;
     }
     guard.decide(new FastifyFacts(request, reply, done, false), l, finish);
   });
-  // Global, so that routes registered before the plugin are covered too; a lookup and a call for the others.
+  // Global, so that routes registered before the plugin are covered too; a call (and a lookup once any route read the body) for the others.
   fastify.addHook('preHandler', (request, reply, done) => {
-    const l = bodyLimiters.get(request);
+    const l = bodyKeyed ? bodyLimiters.get(request) : undefined;
     if (l === undefined) {
       done();
       return;
