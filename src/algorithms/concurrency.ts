@@ -1,4 +1,4 @@
-import type { Algorithm } from './types.js';
+import { intoFigures, type Algorithm } from './types.js';
 
 /** One lease: who holds it, until when, and for how much cost. */
 export interface Lease {
@@ -69,6 +69,10 @@ export const concurrency: Algorithm<ConcurrencyState> = {
       delayMs: 0,
     };
   },
+  decideInto(s, now, cost, p, out, _into, leaseId) {
+    // Immutable state: the decision is `decide`'s, figures copied out.
+    return intoFigures(this.decide(s, now, cost, p, leaseId), out);
+  },
   refund(s, _now, _cost, _p, leaseId) {
     return releaseLease(s, leaseId ?? '');
   },
@@ -79,9 +83,6 @@ export const concurrency: Algorithm<ConcurrencyState> = {
   },
   bound(p) {
     return p.limit;
-  },
-  overwrite() {
-    return false;
   },
   capacity(p) {
     return p.limit;

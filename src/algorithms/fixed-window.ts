@@ -1,9 +1,41 @@
-import { ceilDiv, type Algorithm } from './types.js';
+import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a fixed window: the window's start and the cost counted in it. */
 export interface FixedWindowState {
   readonly w: number;
   readonly c: number;
+}
+
+/** `{ w, c }`, written into `into` when given. */
+function put(into: FixedWindowState | undefined, w: number, c: number): FixedWindowState {
+  if (into === undefined) return { w, c };
+  const target = into as { w: number; c: number };
+  target.w = w;
+  target.c = c;
+  return into;
+}
+
+function decideInto(s: FixedWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: FixedWindowState | undefined): FixedWindowState | undefined {
+  const W = p.windowMs;
+  const N = p.limit;
+  const w = Math.floor(now / W) * W;
+  const c = s !== undefined && s.w === w ? s.c : 0;
+  const resetMs = w + W - now;
+  if (c + cost <= N) {
+    const next = c + cost;
+    out.allowed = true;
+    out.remaining = N - next;
+    out.resetMs = next > 0 ? resetMs : 0;
+    out.retryAfterMs = 0;
+    out.delayMs = 0;
+    return next > 0 ? put(into, w, next) : undefined;
+  }
+  out.allowed = false;
+  out.remaining = N - c;
+  out.resetMs = c > 0 ? resetMs : 0;
+  out.retryAfterMs = cost > N ? Infinity : resetMs;
+  out.delayMs = 0;
+  return c > 0 ? { w, c } : undefined;
 }
 
 /**
@@ -18,31 +50,10 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   name: 'fixed-window',
   usesBurst: false,
   decide(s, now, cost, p) {
-    const W = p.windowMs;
-    const N = p.limit;
-    const w = Math.floor(now / W) * W;
-    const c = s !== undefined && s.w === w ? s.c : 0;
-    const resetMs = w + W - now;
-    if (c + cost <= N) {
-      const next = c + cost;
-      return {
-        allowed: true,
-        state: next > 0 ? { w, c: next } : undefined,
-        remaining: N - next,
-        resetMs: next > 0 ? resetMs : 0,
-        retryAfterMs: 0,
-        delayMs: 0,
-      };
-    }
-    return {
-      allowed: false,
-      state: c > 0 ? { w, c } : undefined,
-      remaining: N - c,
-      resetMs: c > 0 ? resetMs : 0,
-      retryAfterMs: cost > N ? Infinity : resetMs,
-      delayMs: 0,
-    };
+    const out = figures();
+    return resultOf(out, decideInto(s, now, cost, p, out, undefined));
   },
+  decideInto,
   refund(s, now, cost, p) {
     const w = Math.floor(now / p.windowMs) * p.windowMs;
     if (s.w !== w) return s;
@@ -56,12 +67,6 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     if (t <= 0) return 0;
     // t integer timestamps cross at most ceil((t-1)/W) window boundaries.
     return p.limit * (1 + ceilDiv(t - 1, p.windowMs));
-  },
-  overwrite(into, from) {
-    const target = into as { w: number; c: number };
-    target.w = from.w;
-    target.c = from.c;
-    return true;
   },
   capacity(p) {
     return p.limit;

@@ -1,9 +1,40 @@
-import { ceilDiv, type Algorithm } from './types.js';
+import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a leaky bucket: the level, in units of 1/W (it drains N units per ms), and the time of the last update. */
 export interface LeakyBucketState {
   readonly l: number;
   readonly t: number;
+}
+
+/** `{ l, t }`, written into `into` when given. */
+function put(into: LeakyBucketState | undefined, l: number, t: number): LeakyBucketState {
+  if (into === undefined) return { l, t };
+  const target = into as { l: number; t: number };
+  target.l = l;
+  target.t = t;
+  return into;
+}
+
+function decideInto(s: LeakyBucketState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: LeakyBucketState | undefined): LeakyBucketState | undefined {
+  const W = p.windowMs;
+  const N = p.limit;
+  const depth = p.burst * W;
+  const level = s === undefined ? 0 : Math.max(0, s.l - Math.max(0, now - s.t) * N);
+  const next = level + cost * W;
+  if (next <= depth) {
+    out.allowed = true;
+    out.remaining = Math.floor((depth - next) / W);
+    out.resetMs = ceilDiv(next, N);
+    out.retryAfterMs = 0;
+    out.delayMs = p.queue && cost > 0 ? ceilDiv(level, N) : 0;
+    return next > 0 ? put(into, next, now) : undefined;
+  }
+  out.allowed = false;
+  out.remaining = Math.floor((depth - level) / W);
+  out.resetMs = ceilDiv(level, N);
+  out.retryAfterMs = cost > p.burst ? Infinity : ceilDiv(next - depth, N);
+  out.delayMs = 0;
+  return level > 0 ? { l: level, t: now } : undefined;
 }
 
 /**
@@ -25,30 +56,10 @@ export const leakyBucket: Algorithm<LeakyBucketState> = {
   name: 'leaky-bucket',
   usesBurst: true,
   decide(s, now, cost, p) {
-    const W = p.windowMs;
-    const N = p.limit;
-    const depth = p.burst * W;
-    const level = s === undefined ? 0 : Math.max(0, s.l - Math.max(0, now - s.t) * N);
-    const next = level + cost * W;
-    if (next <= depth) {
-      return {
-        allowed: true,
-        state: next > 0 ? { l: next, t: now } : undefined,
-        remaining: Math.floor((depth - next) / W),
-        resetMs: ceilDiv(next, N),
-        retryAfterMs: 0,
-        delayMs: p.queue && cost > 0 ? ceilDiv(level, N) : 0,
-      };
-    }
-    return {
-      allowed: false,
-      state: level > 0 ? { l: level, t: now } : undefined,
-      remaining: Math.floor((depth - level) / W),
-      resetMs: ceilDiv(level, N),
-      retryAfterMs: cost > p.burst ? Infinity : ceilDiv(next - depth, N),
-      delayMs: 0,
-    };
+    const out = figures();
+    return resultOf(out, decideInto(s, now, cost, p, out, undefined));
   },
+  decideInto,
   refund(s, _now, cost, p) {
     const l = s.l - cost * p.windowMs;
     return l > 0 ? { l, t: s.t } : undefined;
@@ -59,12 +70,6 @@ export const leakyBucket: Algorithm<LeakyBucketState> = {
   bound(p, t) {
     if (t <= 0) return 0;
     return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
-  },
-  overwrite(into, from) {
-    const target = into as { l: number; t: number };
-    target.l = from.l;
-    target.t = from.t;
-    return true;
   },
   capacity(p) {
     return p.burst;

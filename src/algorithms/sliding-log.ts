@@ -1,4 +1,4 @@
-import { ceilDiv, type Algorithm } from './types.js';
+import { ceilDiv, intoFigures, type Algorithm } from './types.js';
 
 /**
  * State of a sliding log: a flat array `[t0, c0, t1, c1, ...]` of admission
@@ -70,6 +70,10 @@ export const slidingLog: Algorithm<SlidingLogState> = {
       delayMs: 0,
     };
   },
+  decideInto(s, now, cost, p, out, _into, leaseId) {
+    // Immutable state: the decision is `decide`'s, figures copied out.
+    return intoFigures(this.decide(s, now, cost, p, leaseId), out);
+  },
   refund(s, now, cost) {
     const copy = s.slice();
     for (let i = copy.length - 2; i >= 0; i -= 2) {
@@ -88,9 +92,6 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   bound(p, t) {
     if (t <= 0) return 0;
     return p.limit * ceilDiv(t, p.windowMs);
-  },
-  overwrite() {
-    return false;
   },
   capacity(p) {
     return p.limit;

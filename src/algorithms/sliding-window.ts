@@ -1,4 +1,4 @@
-import { ceilDiv, type Algorithm } from './types.js';
+import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a two-counter sliding window: start of the current aligned window, its count, and the previous window's count. */
 export interface SlidingWindowState {
@@ -19,11 +19,63 @@ export function slidingWindowEstimate(prev: number, curr: number, elapsedMs: num
   return (prev * (windowMs - elapsedMs)) / windowMs + curr;
 }
 
-function roll(s: SlidingWindowState | undefined, w: number, W: number): { c: number; p: number } {
-  if (s === undefined) return { c: 0, p: 0 };
-  if (s.w === w) return { c: s.c, p: s.p };
-  if (s.w === w - W) return { c: 0, p: s.c };
-  return { c: 0, p: 0 };
+/** `{ w, c, p }`, written into `into` when given. */
+function put(into: SlidingWindowState | undefined, w: number, c: number, prev: number): SlidingWindowState {
+  if (into === undefined) return { w, c, p: prev };
+  const target = into as { w: number; c: number; p: number };
+  target.w = w;
+  target.c = c;
+  target.p = prev;
+  return into;
+}
+
+function decideInto(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+  const W = p.windowMs;
+  const N = p.limit;
+  const w = Math.floor(now / W) * W;
+  // Roll the state forward to the window of `now`: the current and previous windows' counts.
+  let c = 0;
+  let prev = 0;
+  if (s !== undefined) {
+    if (s.w === w) {
+      c = s.c;
+      prev = s.p;
+    } else if (s.w === w - W) {
+      prev = s.c;
+    }
+  }
+  const elapsed = now - w;
+  const weighted = prev * (W - elapsed);
+  const capacity = N * W;
+  if (weighted + (c + cost) * W <= capacity) {
+    const next = c + cost;
+    out.allowed = true;
+    out.remaining = Math.floor((capacity - weighted - next * W) / W);
+    out.resetMs = next > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
+    out.retryAfterMs = 0;
+    out.delayMs = 0;
+    return next > 0 || prev > 0 ? put(into, w, next, prev) : undefined;
+  }
+  let retryAt = Infinity;
+  if (cost <= N) {
+    const room = N - c - cost;
+    // Within the current window the previous window's weight decays.
+    if (room >= 0 && prev > 0) {
+      const e = W - Math.floor((room * W) / prev);
+      if (e < W) retryAt = w + e;
+    }
+    if (retryAt === Infinity) {
+      // Next window: the current count becomes the previous one.
+      const e = c === 0 ? 0 : Math.max(0, W - Math.floor(((N - cost) * W) / c));
+      retryAt = w + W + e;
+    }
+  }
+  out.allowed = false;
+  out.remaining = Math.max(0, Math.floor((capacity - weighted - c * W) / W));
+  out.resetMs = c > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
+  out.retryAfterMs = retryAt - now;
+  out.delayMs = 0;
+  return c > 0 || prev > 0 ? { w, c, p: prev } : undefined;
 }
 
 /**
@@ -46,48 +98,10 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   name: 'sliding-window',
   usesBurst: false,
   decide(s, now, cost, p) {
-    const W = p.windowMs;
-    const N = p.limit;
-    const w = Math.floor(now / W) * W;
-    const { c, p: prev } = roll(s, w, W);
-    const elapsed = now - w;
-    const weighted = prev * (W - elapsed);
-    const capacity = N * W;
-    if (weighted + (c + cost) * W <= capacity) {
-      const next = c + cost;
-      const resetMs = next > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
-      return {
-        allowed: true,
-        state: next > 0 || prev > 0 ? { w, c: next, p: prev } : undefined,
-        remaining: Math.floor((capacity - weighted - next * W) / W),
-        resetMs,
-        retryAfterMs: 0,
-        delayMs: 0,
-      };
-    }
-    let retryAt = Infinity;
-    if (cost <= N) {
-      const room = N - c - cost;
-      // Within the current window the previous window's weight decays.
-      if (room >= 0 && prev > 0) {
-        const e = W - Math.floor((room * W) / prev);
-        if (e < W) retryAt = w + e;
-      }
-      if (retryAt === Infinity) {
-        // Next window: the current count becomes the previous one.
-        const e = c === 0 ? 0 : Math.max(0, W - Math.floor(((N - cost) * W) / c));
-        retryAt = w + W + e;
-      }
-    }
-    return {
-      allowed: false,
-      state: c > 0 || prev > 0 ? { w, c, p: prev } : undefined,
-      remaining: Math.max(0, Math.floor((capacity - weighted - c * W) / W)),
-      resetMs: c > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0,
-      retryAfterMs: retryAt - now,
-      delayMs: 0,
-    };
+    const out = figures();
+    return resultOf(out, decideInto(s, now, cost, p, out, undefined));
   },
+  decideInto,
   refund(s, now, cost, p) {
     const w = Math.floor(now / p.windowMs) * p.windowMs;
     if (s.w !== w) return s;
@@ -103,13 +117,6 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
     // pair strictly under 2N (so at most 2N - 1 in integers).
     const crossings = ceilDiv(t - 1, p.windowMs);
     return p.limit * (1 + crossings) - (crossings > 0 ? 1 : 0);
-  },
-  overwrite(into, from) {
-    const target = into as { w: number; c: number; p: number };
-    target.w = from.w;
-    target.c = from.c;
-    target.p = from.p;
-    return true;
   },
   capacity(p) {
     return p.limit;

@@ -1,4 +1,4 @@
-import { ceilDiv, type Algorithm } from './types.js';
+import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /**
  * State of a token bucket: the tokens held, in units of 1/W token (so the
@@ -8,6 +8,38 @@ import { ceilDiv, type Algorithm } from './types.js';
 export interface TokenBucketState {
   readonly u: number;
   readonly t: number;
+}
+
+/** `{ u, t }`, written into `into` when given. */
+function put(into: TokenBucketState | undefined, u: number, t: number): TokenBucketState {
+  if (into === undefined) return { u, t };
+  const target = into as { u: number; t: number };
+  target.u = u;
+  target.t = t;
+  return into;
+}
+
+function decideInto(s: TokenBucketState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: TokenBucketState | undefined): TokenBucketState | undefined {
+  const W = p.windowMs;
+  const N = p.limit;
+  const cap = p.burst * W;
+  const units = s === undefined ? cap : Math.min(cap, s.u + Math.max(0, now - s.t) * N);
+  const need = cost * W;
+  if (units >= need) {
+    const left = units - need;
+    out.allowed = true;
+    out.remaining = Math.floor(left / W);
+    out.resetMs = ceilDiv(cap - left, N);
+    out.retryAfterMs = 0;
+    out.delayMs = 0;
+    return left < cap ? put(into, left, now) : undefined;
+  }
+  out.allowed = false;
+  out.remaining = Math.floor(units / W);
+  out.resetMs = ceilDiv(cap - units, N);
+  out.retryAfterMs = cost > p.burst ? Infinity : ceilDiv(need - units, N);
+  out.delayMs = 0;
+  return units < cap ? { u: units, t: now } : undefined;
 }
 
 /**
@@ -24,31 +56,10 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   name: 'token-bucket',
   usesBurst: true,
   decide(s, now, cost, p) {
-    const W = p.windowMs;
-    const N = p.limit;
-    const cap = p.burst * W;
-    const units = s === undefined ? cap : Math.min(cap, s.u + Math.max(0, now - s.t) * N);
-    const need = cost * W;
-    if (units >= need) {
-      const left = units - need;
-      return {
-        allowed: true,
-        state: left < cap ? { u: left, t: now } : undefined,
-        remaining: Math.floor(left / W),
-        resetMs: ceilDiv(cap - left, N),
-        retryAfterMs: 0,
-        delayMs: 0,
-      };
-    }
-    return {
-      allowed: false,
-      state: units < cap ? { u: units, t: now } : undefined,
-      remaining: Math.floor(units / W),
-      resetMs: ceilDiv(cap - units, N),
-      retryAfterMs: cost > p.burst ? Infinity : ceilDiv(need - units, N),
-      delayMs: 0,
-    };
+    const out = figures();
+    return resultOf(out, decideInto(s, now, cost, p, out, undefined));
   },
+  decideInto,
   refund(s, now, cost, p) {
     const cap = p.burst * p.windowMs;
     const u = Math.min(cap, s.u + cost * p.windowMs);
@@ -61,12 +72,6 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     if (t <= 0) return 0;
     // Timestamps a..a+t-1 span t-1 ms of refill after the first.
     return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
-  },
-  overwrite(into, from) {
-    const target = into as { u: number; t: number };
-    target.u = from.u;
-    target.t = from.t;
-    return true;
   },
   capacity(p) {
     return p.burst;

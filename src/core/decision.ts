@@ -1,7 +1,7 @@
 import type { StoreGuard } from './guard.js';
 import { storeErrorChannel } from './events.js';
 import type { Store, StoreOp } from './store.js';
-import type { AlgorithmResult } from '../algorithms/types.js';
+import type { Figures } from '../algorithms/types.js';
 import type { CompiledLimit, Decision, LimitResult, Outcome } from './types.js';
 
 /** A lease to free on `decision.release()`: through the store's guard (deadline, breaker), or on the local fallback store. */
@@ -63,8 +63,9 @@ export class CheckDecision implements Decision {
 
 /**
  * The decision of a one-limit chain on an in-process store (the limiter's
- * fast path): built straight from the algorithm's result; `results` is
- * materialised on first read. No leases (concurrency takes the general path).
+ * fast path): built straight from the algorithm's figures, which it copies
+ * (the caller reuses its `Figures`); `results` is materialised on first
+ * read. No leases (concurrency takes the general path).
  */
 export class SingleDecision implements Decision {
   readonly allowed: boolean;
@@ -74,19 +75,24 @@ export class SingleDecision implements Decision {
   readonly retryAfterMs: number;
   readonly delayMs: number;
   readonly #def: CompiledLimit;
-  readonly #r: AlgorithmResult<unknown>;
+  readonly #remaining: number;
+  readonly #resetMs: number;
+  /** The limit's own retryAfterMs (0 when it admitted); differs from `retryAfterMs` for a shadow limit. */
+  readonly #limitRetryAfterMs: number;
   #results: readonly LimitResult[] | undefined;
 
-  constructor(def: CompiledLimit, r: AlgorithmResult<unknown>) {
+  constructor(def: CompiledLimit, f: Readonly<Figures>) {
     this.#def = def;
-    this.#r = r;
-    if (r.allowed) {
+    this.#remaining = f.remaining;
+    this.#resetMs = f.resetMs;
+    if (f.allowed) {
       this.allowed = true;
       this.status = 200;
       this.outcome = 'allowed';
       this.limit = undefined;
       this.retryAfterMs = 0;
-      this.delayMs = r.delayMs;
+      this.delayMs = f.delayMs;
+      this.#limitRetryAfterMs = 0;
     } else if (def.shadow) {
       this.allowed = true;
       this.status = 200;
@@ -94,27 +100,28 @@ export class SingleDecision implements Decision {
       this.limit = undefined;
       this.retryAfterMs = 0;
       this.delayMs = 0;
+      this.#limitRetryAfterMs = f.retryAfterMs;
     } else {
       this.allowed = false;
       this.status = def.status;
       this.outcome = 'rejected';
       this.limit = def.name;
-      this.retryAfterMs = r.retryAfterMs;
+      this.retryAfterMs = f.retryAfterMs;
       this.delayMs = 0;
+      this.#limitRetryAfterMs = f.retryAfterMs;
     }
   }
 
   get results(): readonly LimitResult[] {
     if (this.#results === undefined) {
       const def = this.#def;
-      const r = this.#r;
       this.#results = [
         {
           name: def.name,
-          allowed: r.allowed,
-          remaining: r.remaining,
-          resetMs: r.resetMs,
-          retryAfterMs: r.allowed ? 0 : r.retryAfterMs,
+          allowed: this.outcome === 'allowed',
+          remaining: this.#remaining,
+          resetMs: this.#resetMs,
+          retryAfterMs: this.#limitRetryAfterMs,
           limit: def.params.limit,
           windowMs: def.params.windowMs,
           source: 'store',

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { figures } from '../algorithms/types.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
@@ -65,6 +66,8 @@ class ChainLimiter implements Limiter {
   readonly #single: Group | undefined;
   /** One limit on a memory store, not concurrency: decided without building a chain. */
   readonly #fast: { readonly limit: CompiledLimit; readonly store: MemoryStore } | undefined;
+  /** The fast path's scratch figures: filled by the store, copied into the decision at once. */
+  readonly #figures = figures();
   readonly #fallback: LocalFallback;
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
@@ -164,9 +167,11 @@ class ChainLimiter implements Limiter {
     }
     if (raw === undefined) return undefined;
     const now = this.#clock.now();
+    const f = this.#figures;
     let decision: SingleDecision;
     try {
-      decision = new SingleDecision(limit, store.decideOne(limit, boundKey(raw), cost, now));
+      store.decideOne(limit, boundKey(raw), cost, now, f);
+      decision = new SingleDecision(limit, f);
     } catch {
       return undefined;
     }

@@ -1,5 +1,5 @@
 import { algorithms } from '../../algorithms/registry.js';
-import type { Algorithm, AlgorithmParams, AlgorithmResult } from '../../algorithms/types.js';
+import { figures, type Algorithm, type AlgorithmParams, type Figures } from '../../algorithms/types.js';
 import { releaseLease, type ConcurrencyState } from '../../algorithms/concurrency.js';
 import { runChain, runRefund, type StateAccess } from '../../core/chain.js';
 import { ConfigError } from '../../core/errors.js';
@@ -118,18 +118,24 @@ export class MemoryStore implements SyncStore {
 
   /** runChain for a chain of one op (the common case), without the accessor allocations. */
   #single(op: StoreOp, now: number): StoreOpResult {
-    const r = this.decideOne(op.limit, op.key, op.cost, now, op.leaseId);
-    if (r.allowed) return { allowed: true, consumed: op.cost > 0, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
-    return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
+    const f = this.#figures;
+    this.decideOne(op.limit, op.key, op.cost, now, f, op.leaseId);
+    if (f.allowed) return { allowed: true, consumed: op.cost > 0, remaining: f.remaining, resetMs: f.resetMs, retryAfterMs: 0, delayMs: f.delayMs };
+    return { allowed: false, consumed: false, remaining: f.remaining, resetMs: f.resetMs, retryAfterMs: f.retryAfterMs, delayMs: 0 };
   }
 
+  /** Scratch figures of `#single` (decisions are synchronous, so one is enough). */
+  readonly #figures = figures();
+
   /**
-   * Decides a chain of exactly one limit and returns the algorithm's result:
-   * alone in its chain, an op that admits is consumed (when its cost is
-   * above 0). One map lookup; state updated in place where the algorithm
-   * allows. The limiter's single-limit fast path calls this directly.
+   * Decides a chain of exactly one limit and writes the algorithm's figures
+   * into `out` (read them before the next decision): alone in its chain, an
+   * op that admits is consumed (when its cost is above 0). One map lookup; a
+   * key's own state is updated in place (`Algorithm.decideInto`), so an
+   * admitted request allocates nothing here. The limiter's single-limit fast
+   * path calls this directly.
    */
-  decideOne(limit: CompiledLimit, rawKey: string, cost: number, now: number, leaseId?: string): AlgorithmResult<unknown> {
+  decideOne(limit: CompiledLimit, rawKey: string, cost: number, now: number, out: Figures, leaseId?: string): void {
     const table = this.#tableOf(limit);
     let key = rawKey;
     let state = table.map.get(key);
@@ -138,12 +144,10 @@ export class MemoryStore implements SyncStore {
       key = this.#resolve(table, key, now, true);
       if (table.overflowUsed > 0) state = table.map.get(key.startsWith(OVERFLOW_PREFIX) ? key : this.#slotKey(key));
     }
-    const r = table.algo.decide(state, now, cost, limit.params, leaseId);
-    if (r.allowed && cost > 0) {
-      const next = r.state;
-      if (!own || next === undefined || !table.algo.overwrite(state, next)) this.#write(table, key, next, now);
-    }
-    return r;
+    // Only a key's own state is written in place; an overflow slot's state read for a new key is not its own.
+    const next = table.algo.decideInto(state, now, cost, limit.params, out, own && cost > 0 ? state : undefined, leaseId);
+    // `next === state`: updated in place (or nothing to write, both undefined).
+    if (out.allowed && cost > 0 && next !== state) this.#write(table, key, next, now);
   }
 
   refund(ops: readonly StoreOp[], now: number): Promise<void> {
