@@ -68,12 +68,21 @@ export class CheckDecision implements Decision {
  * read. No leases (concurrency takes the general path).
  */
 export class SingleDecision implements Decision {
-  readonly allowed: boolean;
-  readonly status: 200 | 429 | 503;
-  readonly outcome: Outcome;
-  readonly limit: string | undefined;
-  readonly retryAfterMs: number;
-  readonly delayMs: number;
+  static {
+    // Resolving a promise with a decision looks up `then` on it (is it a
+    // thenable?). Found here, on the prototype, as `undefined` (so still not
+    // a thenable, and not an own key), the lookup ends before
+    // Object.prototype: a few ns less per check on the fast path.
+    Object.defineProperty(this.prototype, 'then', { value: undefined });
+  }
+
+  // `declare`: the constructor creates these (same order on every branch), no field definitions run before it.
+  declare readonly allowed: boolean;
+  declare readonly status: 200 | 429 | 503;
+  declare readonly outcome: Outcome;
+  declare readonly limit: string | undefined;
+  declare readonly retryAfterMs: number;
+  declare readonly delayMs: number;
   readonly #def: CompiledLimit;
   readonly #remaining: number;
   readonly #resetMs: number;

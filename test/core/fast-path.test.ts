@@ -42,4 +42,27 @@ describe('the single-limit fast path decides exactly as the general chain path',
       { numRuns: process.env.CI === 'true' ? 400 : 150 },
     );
   });
+
+  it('resolves with a decision of the same shape as the general path, not a thenable', async () => {
+    const def: LimitDefinition = { name: 'l', purpose: 'shedding', algorithm: 'gcra', limit: 1, window: 1000, key: 'ip' };
+    const clock = new ManualClock(1_700_000_000_000);
+    const fast = createLimiter({ clock, store: memoryStore(), limits: [def] });
+    const general = createLimiter({
+      clock,
+      store: memoryStore(),
+      limits: [def, { name: 'never', purpose: 'shedding', algorithm: 'fixed-window', limit: 1, window: 1000, key: () => undefined }],
+    });
+    for (const expected of [true, false]) {
+      const a = await fast.check({ ip: 'x' });
+      const b = await general.check({ ip: 'x' });
+      expect(a.allowed).toBe(expected);
+      // The same own keys in the same order (`results` is a getter on the fast path's prototype).
+      expect(Object.keys(a)).toEqual(['allowed', 'status', 'outcome', 'limit', 'retryAfterMs', 'delayMs']);
+      expect(Object.keys(a)).toEqual(Object.keys(b).filter((k) => k !== 'results'));
+      expect(Object.keys(a.results[0] ?? {})).toEqual(Object.keys(b.results[0] ?? {}));
+      expect((a as unknown as { then?: unknown }).then).toBeUndefined();
+      const again = await Promise.resolve(a);
+      expect(again).toBe(a);
+    }
+  });
 });
