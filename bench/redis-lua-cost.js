@@ -44,7 +44,7 @@ function expand(file, only) {
  * every later call runs only the chain body.
  */
 function asFunction(text) {
-  const bodyStart = text.indexOf('local now = clock(ARGV[1])');
+  const bodyStart = text.indexOf('local grace = tonumber(ARGV[1])');
   if (bodyStart < 0) throw new Error('chain.lua changed shape: cannot find its body');
   return [
     '#!lua name=rcbench',

@@ -85,7 +85,7 @@ const roundArb = fc.record({
 });
 
 describe('redis store batching', () => {
-  it('checks of one tick go out as one script call, in issue order; maxChecks splits them; batch: false sends one each', async () => {
+  it('checks of one tick go out as one script call, in issue order; maxChecks (default 16) splits them; batch: false sends one each', async () => {
     const limits: LimitDefinition[] = [{ name: 'n7', purpose: 'abuse', algorithm: 'fixed-window', limit: 7, window: '1h', key: 'global' }];
     const run = async (batch: false | { maxChecks: number } | undefined) => {
       const limiter = createLimiter({ limits, store: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 5000, ...(batch === undefined ? {} : { batch }) }) });
@@ -93,13 +93,16 @@ describe('redis store batching', () => {
       const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.check({})));
       return { calls: (await evalshaCalls()) - before, decisions };
     };
-    const one = await run(undefined);
+    const one = await run({ maxChecks: 64 });
     expect(one.calls).toBe(1);
     // Issue order is decision order: the first 7 admitted with remaining 6..0, the rest rejected.
     expect(one.decisions.map((d) => d.allowed)).toEqual([...Array<boolean>(7).fill(true), ...Array<boolean>(13).fill(false)]);
     expect(one.decisions.slice(0, 7).map((d) => d.results[0]?.remaining)).toEqual([6, 5, 4, 3, 2, 1, 0]);
     expect(one.decisions.slice(7).every((d) => d.status === 503 && d.retryAfterMs > 0)).toBe(true);
     expect((await run({ maxChecks: 8 })).calls).toBe(3);
+    const byDefault = await run(undefined);
+    expect(byDefault.calls).toBe(2);
+    expect(byDefault.decisions.map((d) => d.allowed)).toEqual(one.decisions.map((d) => d.allowed));
     const unbatched = await run(false);
     expect(unbatched.calls).toBe(20);
     expect(unbatched.decisions.map((d) => d.allowed)).toEqual(one.decisions.map((d) => d.allowed));

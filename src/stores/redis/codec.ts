@@ -21,7 +21,7 @@ export interface ChainCall {
   readonly now: number | undefined;
 }
 
-/** A limit's spec in chain.lua's ARGV (algorithm, limit, windowMs, burst, queue, flags) and its default cost, as strings built once. */
+/** A limit's spec in chain.lua's ARGV (algorithm, limit, windowMs, burst, queue, flags, default cost), as strings built once. */
 interface LimitArgs {
   readonly spec: readonly string[];
   readonly cost: string;
@@ -34,43 +34,44 @@ function argsOf(limit: CompiledLimit): LimitArgs {
   if (a === undefined) {
     const p = limit.params;
     const flags = String((limit.shadow ? 1 : 0) + (limit.countRejected ? 2 : 0));
-    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), p.queue ? '1' : '0', flags], cost: String(limit.cost) };
+    const cost = String(limit.cost);
+    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), p.queue ? '1' : '0', flags, cost], cost };
     limitArgs.set(limit, a);
   }
   return a;
 }
 
-function costArg(op: StoreOp): string {
-  return op.cost === op.limit.cost ? argsOf(op.limit).cost : String(op.cost);
-}
-
 /** refund.lua's per-op parameters: algorithm, limit, windowMs, burst, queue, cost. */
 function paramArgs(op: StoreOp): string[] {
-  const { spec } = argsOf(op.limit);
-  return [spec[0] as string, spec[1] as string, spec[2] as string, spec[3] as string, spec[4] as string, costArg(op)];
+  const { spec, cost } = argsOf(op.limit);
+  return [spec[0] as string, spec[1] as string, spec[2] as string, spec[3] as string, spec[4] as string, op.cost === op.limit.cost ? cost : String(op.cost)];
 }
 
 /**
  * ARGV of chain.lua for a batch of chains (see its header): the distinct
- * limits once, as specs, then 3 values per op.
+ * limits once, as specs; then per op one value (the spec's number) or, with
+ * a cost other than the limit's or a lease, three.
  */
 export function batchArgs(chains: readonly ChainCall[], graceMs: number, wantPeek: boolean): string[] {
-  const specOf = new Map<CompiledLimit, string>();
+  const clientTime = chains.some((c) => c.now !== undefined);
+  const specOf = new Map<CompiledLimit, number>();
   const specs: string[] = [];
   const body: string[] = [String(chains.length)];
   for (const c of chains) {
-    body.push(c.now === undefined ? '' : String(c.now), String(c.ops.length));
+    if (clientTime) body.push(c.now === undefined ? '' : String(c.now));
+    body.push(String(c.ops.length));
     for (const op of c.ops) {
-      let spec = specOf.get(op.limit);
-      if (spec === undefined) {
-        spec = String(specOf.size + 1);
-        specOf.set(op.limit, spec);
+      let j = specOf.get(op.limit);
+      if (j === undefined) {
+        j = specOf.size + 1;
+        specOf.set(op.limit, j);
         for (const v of argsOf(op.limit).spec) specs.push(v);
       }
-      body.push(spec, costArg(op), op.leaseId ?? '');
+      if (op.cost === op.limit.cost && op.leaseId === undefined) body.push(String(j));
+      else body.push(String(-j), String(op.cost), op.leaseId ?? '');
     }
   }
-  const args = [String(graceMs), wantPeek ? '1' : '0', String(specOf.size)];
+  const args = [String(graceMs), wantPeek ? '1' : '0', clientTime ? 'c' : '', String(specOf.size)];
   for (const v of specs) args.push(v);
   for (const v of body) args.push(v);
   return args;

@@ -52,7 +52,7 @@ export interface RedisStoreOptions {
    * atomic and all-or-nothing: the same decisions as one call per check,
    * with one round trip and one script start per batch instead of per check.
    * A batch fails or times out as a whole. `false` sends one script call per
-   * check. Default `{ maxChecks: 64 }`. Not used on a Cluster, where each
+   * check. Default `{ maxChecks: 16 }`. Not used on a Cluster, where each
    * chain goes to its own slot's node (see docs/redis.md).
    */
   readonly batch?: false | BatchOptions | undefined;
@@ -60,7 +60,7 @@ export interface RedisStoreOptions {
 
 /** Batching settings of `redisStore({ batch })`. */
 export interface BatchOptions {
-  /** Most checks in one script call; a full batch is sent at once. Default 64, at most 1024. */
+  /** Most checks in one script call; a full batch is sent at once, so that with many checks in flight several batches overlap (Redis works on one while the client prepares the next). Default 16, at most 1024. */
   readonly maxChecks?: number | undefined;
 }
 
@@ -338,7 +338,7 @@ function batchSize(batch: false | BatchOptions | undefined): number {
   if (batch !== undefined && (batch === null || typeof batch !== 'object')) {
     throw new ConfigError('RC_INVALID_OPTION', 'redisStore.batch', `must be false or { maxChecks }, got ${String(batch)}`);
   }
-  const max = batch?.maxChecks ?? 64;
+  const max = batch?.maxChecks ?? 16;
   if (!Number.isSafeInteger(max) || max < 1 || max > 1024) {
     throw new ConfigError('RC_INVALID_OPTION', 'redisStore.batch.maxChecks', `must be an integer from 1 to 1024, got ${String(max)}`);
   }

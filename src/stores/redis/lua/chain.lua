@@ -18,13 +18,15 @@ KEYS     the state keys of every op of every chain, chain after chain, in
 ARGV[1]  TTL grace in ms added to every written key (0 in server-time mode)
 ARGV[2]  '1': also report the peek figures of consumed ops (a Cluster caller
          needs them if another slot group rejects the chain), else '0'
-ARGV[3]  s, the number of limit specs; then s specs of 6 values each:
+ARGV[3]  '' : every chain is decided at the server clock (TIME, read once);
+         'c': every chain carries its own `now` (client-time mode)
+ARGV[4]  s, the number of limit specs; then s specs of 7 values each:
          algorithm, limit, windowMs, burst, queue ('1'/'0'),
-         flags (1 = shadow, 2 = countRejected, summed)
+         flags (1 = shadow, 2 = countRejected, summed), default cost
 then     m, the number of chains; then for each chain:
-         now in ms (client-time mode), or '' for the server clock (TIME);
-         n, the number of its ops;
-         3 values per op: spec (1..s), cost, leaseId ('' if none)
+         its now in ms (only when ARGV[3] is 'c'); n, the number of its ops;
+         then per op either one value, j (spec j, its default cost, no
+         lease), or three: -j, cost, leaseId
 
 Reply: for each chain: the `now` it was decided at, then per op:
        outcome (0 = rejected, 1 = admitted without consuming, 2 = admitted
@@ -43,44 +45,60 @@ Reply: for each chain: the `now` it was decided at, then per op:
 
 local grace = tonumber(ARGV[1])
 local want_peek = ARGV[2] == '1'
-local nspecs = tonumber(ARGV[3])
+local client_time = ARGV[3] == 'c'
+local nspecs = tonumber(ARGV[4])
 
--- Specs: the algorithm, its params table, shadow and countRejected, built once per call.
-local spec_algo, spec_params, spec_shadow, spec_count = {}, {}, {}, {}
+-- Specs: the algorithm, its params table, shadow, countRejected and default cost, built once per call.
+local spec_algo, spec_params, spec_shadow, spec_count, spec_cost = {}, {}, {}, {}, {}
 for j = 1, nspecs do
-  local b = 3 + 6 * (j - 1)
+  local b = 4 + 7 * (j - 1)
   spec_algo[j] = algo(ARGV[b + 1])
   spec_params[j] = params(ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
   local flags = tonumber(ARGV[b + 6])
   spec_shadow[j] = flags % 2 == 1
   spec_count[j] = flags >= 2
+  spec_cost[j] = tonumber(ARGV[b + 7])
 end
 
-local first = 4 + 6 * nspecs
+local first = 5 + 7 * nspecs
 local m = tonumber(ARGV[first])
 
 -- Check the shape before anything is written: a malformed batch changes nothing.
-local pos, total = first, 0
+local pos, total = first + 1, 0
 for _ = 1, m do
-  local n = tonumber(ARGV[pos + 2])
-  if n == nil then
-    return redis.error_reply('ratecontract: chain ARGV malformed')
+  if client_time then
+    if tonumber(ARGV[pos]) == nil then
+      return redis.error_reply('ratecontract: chain ARGV malformed (now)')
+    end
+    pos = pos + 1
   end
-  for i = 1, n do
-    local spec = tonumber(ARGV[pos + 2 + 3 * (i - 1) + 1])
-    if spec == nil or spec_algo[spec] == nil then
+  local n = tonumber(ARGV[pos])
+  if n == nil then
+    return redis.error_reply('ratecontract: chain ARGV malformed (n)')
+  end
+  pos = pos + 1
+  for _ = 1, n do
+    local j = tonumber(ARGV[pos])
+    if j == nil or spec_algo[math.abs(j)] == nil then
       return redis.error_reply('ratecontract: chain op names no spec')
     end
+    if j < 0 then
+      if tonumber(ARGV[pos + 1]) == nil then
+        return redis.error_reply('ratecontract: chain ARGV malformed (cost)')
+      end
+      pos = pos + 3
+    else
+      pos = pos + 1
+    end
   end
-  pos = pos + 2 + 3 * n
   total = total + n
 end
-if total ~= #KEYS or pos ~= #ARGV then
+if total ~= #KEYS or pos ~= #ARGV + 1 then
   return redis.error_reply('ratecontract: chain got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args for ' .. total .. ' ops')
 end
 
 local server_now = nil
-local arg = first
+local arg = first + 1
 local key = 0
 local out = {}
 local o = 0
@@ -90,24 +108,33 @@ local o_ok, o_state, o_rem, o_reset, o_retry, o_delay = {}, {}, {}, {}, {}, {}
 
 for _ = 1, m do
   local now
-  if ARGV[arg + 1] == '' then
+  if client_time then
+    now = tonumber(ARGV[arg])
+    arg = arg + 1
+  else
     if server_now == nil then
       server_now = clock('')
     end
     now = server_now
-  else
-    now = tonumber(ARGV[arg + 1])
   end
-  local n = tonumber(ARGV[arg + 2])
-  arg = arg + 2
+  local n = tonumber(ARGV[arg])
+  arg = arg + 1
 
   local chain_allowed = true
   for i = 1, n do
-    local b = arg + 3 * (i - 1)
-    local spec = tonumber(ARGV[b + 1])
+    local spec = tonumber(ARGV[arg])
+    local cost, lease
+    if spec < 0 then
+      spec = -spec
+      cost = tonumber(ARGV[arg + 1])
+      lease = ARGV[arg + 2]
+      arg = arg + 3
+    else
+      cost = spec_cost[spec]
+      lease = ''
+      arg = arg + 1
+    end
     local a = spec_algo[spec]
-    local cost = tonumber(ARGV[b + 2])
-    local lease = ARGV[b + 3]
     local pre = load(KEYS[key + i], a)
     local ok, st, rem, reset, retry, delay = a.decide(pre, now, cost, spec_params[spec], lease)
     o_spec[i], o_cost[i], o_lease[i], o_pre[i] = spec, cost, lease, pre
@@ -146,7 +173,6 @@ for _ = 1, m do
       o = o + 2
     end
   end
-  arg = arg + 3 * n
   key = key + n
 end
 return out
