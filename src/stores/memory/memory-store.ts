@@ -137,16 +137,22 @@ export class MemoryStore implements SyncStore {
    */
   decideOne(limit: CompiledLimit, rawKey: string, cost: number, now: number, out: Figures, leaseId?: string): void {
     const table = this.#tableOf(limit);
-    let key = rawKey;
-    let state = table.map.get(key);
-    const own = state !== undefined;
-    if (!own) {
-      key = this.#resolve(table, key, now, true);
-      if (table.overflowUsed > 0) state = table.map.get(key.startsWith(OVERFLOW_PREFIX) ? key : this.#slotKey(key));
+    const state = table.map.get(rawKey);
+    if (state === undefined) {
+      this.#decideNew(table, limit, rawKey, cost, now, out, leaseId);
+      return;
     }
-    // Only a key's own state is written in place; an overflow slot's state read for a new key is not its own.
-    const next = table.algo.decideInto(state, now, cost, limit.params, out, own && cost > 0 ? state : undefined, leaseId);
-    // `next === state`: updated in place (or nothing to write, both undefined).
+    const next = table.algo.decideInto(state, now, cost, limit.params, out, cost > 0 ? state : undefined, leaseId);
+    // `next === state`: updated in place.
+    if (out.allowed && cost > 0 && next !== state) this.#write(table, rawKey, next, now);
+  }
+
+  /** `decideOne` for a key without its own state (kept apart so the common case stays small). */
+  #decideNew(table: Table, limit: CompiledLimit, rawKey: string, cost: number, now: number, out: Figures, leaseId: string | undefined): void {
+    const key = this.#resolve(table, rawKey, now, true);
+    // A key getting its own entry after the store overflowed starts from its slot's count (never written in place: not its own).
+    const state = table.overflowUsed > 0 ? table.map.get(key.startsWith(OVERFLOW_PREFIX) ? key : this.#slotKey(key)) : undefined;
+    const next = table.algo.decideInto(state, now, cost, limit.params, out, undefined, leaseId);
     if (out.allowed && cost > 0 && next !== state) this.#write(table, key, next, now);
   }
 
