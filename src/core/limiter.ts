@@ -41,6 +41,15 @@ export interface Limiter {
   readonly limits: readonly CompiledLimit[];
   /** Decides one request. Rejects only on programmer error (an invalid `cost`). */
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision>;
+  /**
+   * Decides one request at once when no store call can wait on I/O (every
+   * limit on one in-process store, such as `memoryStore()`), with exactly
+   * the decision, state change and events `check` would make; returns
+   * `undefined`, deciding nothing, when the chain needs an asynchronous
+   * store (call `check`). Throws `UsageError` on an invalid `cost`. For
+   * adapters and hot loops that can skip a promise per request.
+   */
+  checkSync(ctx: RequestContext, options?: CheckOptions): Decision | undefined;
   /** The replica count k that `degraded` limits currently divide by. */
   readonly replicas: number;
   /** Circuit breaker state per store name (`'(default)'` for the default store). */
@@ -150,13 +159,25 @@ class ChainLimiter implements Limiter {
     const fast = this.#fast;
     if (fast !== undefined) {
       const decision = this.#checkFast(fast.limit, fast.store, ctx, options);
-      if (decision !== undefined) return decision;
+      if (decision !== undefined) return Promise.resolve(decision);
     }
     return this.#checkChain(ctx, options);
   }
 
+  checkSync(ctx: RequestContext, options?: CheckOptions): Decision | undefined {
+    const fast = this.#fast;
+    if (fast !== undefined) {
+      const decision = this.#checkFast(fast.limit, fast.store, ctx, options);
+      if (decision !== undefined) return decision;
+    }
+    const single = this.#single;
+    if (single?.sync !== true) return undefined;
+    const built = this.#build(ctx, options);
+    return this.#decideSync(single, built.ops, built.complete, built.now);
+  }
+
   /** The fast path; `undefined` hands the request to the general path (no key, or anything unusual). */
-  #checkFast(limit: CompiledLimit, store: MemoryStore, ctx: RequestContext, options: CheckOptions | undefined): Promise<Decision> | undefined {
+  #checkFast(limit: CompiledLimit, store: MemoryStore, ctx: RequestContext, options: CheckOptions | undefined): Decision | undefined {
     const cost = options?.cost ?? limit.cost;
     if (!Number.isSafeInteger(cost) || cost < 1) return undefined;
     let raw: string | undefined;
@@ -176,71 +197,77 @@ class ChainLimiter implements Limiter {
       return undefined;
     }
     if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
-    return Promise.resolve(decision);
+    return decision;
   }
 
   #checkChain(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
-    let ops: Array<StoreOp | undefined>;
-    let now: number;
-    let complete: boolean;
+    let built: { ops: Array<StoreOp | undefined>; now: number; complete: boolean };
     try {
-      const costOverride = options?.cost;
-      if (costOverride !== undefined && (!Number.isSafeInteger(costOverride) || costOverride < 1)) {
-        throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(costOverride)}`);
-      }
-      now = this.#clock.now();
-      const limits = this.limits;
-      const n = limits.length;
-      ops = new Array<StoreOp | undefined>(n);
-      complete = true;
-      for (let i = 0; i < n; i++) {
-        const limit = limits[i] as CompiledLimit;
-        let raw: string | undefined;
-        try {
-          raw = limit.key(ctx);
-        } catch (error) {
-          raw = KEY_ERROR;
-          if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
-        }
-        if (raw === undefined) {
-          complete = false;
-          continue;
-        }
-        ops[i] = {
-          limit,
-          key: boundKey(raw),
-          cost: costOverride ?? limit.cost,
-          leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
-        };
-      }
+      built = this.#build(ctx, options);
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
     const single = this.#single;
-    if (single?.sync === true) {
-      // In-process store: no promise per store call, one resolved promise per check.
-      const n = ops.length;
-      let results: Array<StoreOpResult | undefined>;
-      let failed: boolean[] | undefined;
-      const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
-      try {
-        const res = groupOps.length === 0 ? [] : (single.store as SyncStore).evaluateSync(groupOps, now);
-        single.guard.record(true, now);
-        if (complete) {
-          results = res as StoreOpResult[];
-        } else {
-          results = new Array<StoreOpResult | undefined>(n);
-          this.#fill(single, ops, res, results);
-        }
-      } catch (error) {
-        single.guard.record(false, now);
-        results = new Array<StoreOpResult | undefined>(n);
-        failed = new Array<boolean>(n).fill(false);
-        this.#markFailed(single, ops, error, failed);
-      }
-      return Promise.resolve(this.#decide(ops, results, failed, now));
+    if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built.ops, built.complete, built.now));
+    return this.#checkAsync(built.ops, built.now);
+  }
+
+  /** The ops of a check (one per limit; `undefined` where the key is absent). Throws `UsageError` on an invalid cost. */
+  #build(ctx: RequestContext, options: CheckOptions | undefined): { ops: Array<StoreOp | undefined>; now: number; complete: boolean } {
+    const costOverride = options?.cost;
+    if (costOverride !== undefined && (!Number.isSafeInteger(costOverride) || costOverride < 1)) {
+      throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(costOverride)}`);
     }
-    return this.#checkAsync(ops, now);
+    const now = this.#clock.now();
+    const limits = this.limits;
+    const n = limits.length;
+    const ops = new Array<StoreOp | undefined>(n);
+    let complete = true;
+    for (let i = 0; i < n; i++) {
+      const limit = limits[i] as CompiledLimit;
+      let raw: string | undefined;
+      try {
+        raw = limit.key(ctx);
+      } catch (error) {
+        raw = KEY_ERROR;
+        if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
+      }
+      if (raw === undefined) {
+        complete = false;
+        continue;
+      }
+      ops[i] = {
+        limit,
+        key: boundKey(raw),
+        cost: costOverride ?? limit.cost,
+        leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
+      };
+    }
+    return { ops, now, complete };
+  }
+
+  /** Decides on the one in-process store of the chain: no promise per store call. */
+  #decideSync(single: Group, ops: Array<StoreOp | undefined>, complete: boolean, now: number): Decision {
+    const n = ops.length;
+    let results: Array<StoreOpResult | undefined>;
+    let failed: boolean[] | undefined;
+    const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
+    try {
+      const res = groupOps.length === 0 ? [] : (single.store as SyncStore).evaluateSync(groupOps, now);
+      single.guard.record(true, now);
+      if (complete) {
+        results = res as StoreOpResult[];
+      } else {
+        results = new Array<StoreOpResult | undefined>(n);
+        this.#fill(single, ops, res, results);
+      }
+    } catch (error) {
+      single.guard.record(false, now);
+      results = new Array<StoreOpResult | undefined>(n);
+      failed = new Array<boolean>(n).fill(false);
+      this.#markFailed(single, ops, error, failed);
+    }
+    return this.#decide(ops, results, failed, now);
   }
 
   async #checkAsync(ops: Array<StoreOp | undefined>, now: number): Promise<Decision> {

@@ -224,6 +224,7 @@ export class HttpGuard<Req> {
     let limiter: Limiter | false;
     let ctx: RequestContext;
     let check: Promise<Decision> | undefined;
+    let decided: Decision | undefined;
     try {
       limiter = chosen ?? this.select(facts.req);
       if (limiter !== false) {
@@ -238,35 +239,45 @@ export class HttpGuard<Req> {
         }
         ctx = this.#context(facts, limiter, undefined, needsBody ? facts.parsedBody?.value : undefined);
         const cost = this.#options.cost?.(facts.req);
-        check = limiter.check(ctx, cost === undefined ? undefined : { cost });
+        const options = cost === undefined ? undefined : { cost };
+        // An in-process store decides at once: no promise to wait on.
+        decided = typeof limiter.checkSync === 'function' ? limiter.checkSync(ctx, options) : undefined;
+        if (decided === undefined) check = limiter.check(ctx, options);
       }
     } catch (error) {
       this.#failTo(error, facts, undefined, done);
       return;
     }
-    if (limiter === false || check === undefined) {
+    if (limiter === false || (check === undefined && decided === undefined)) {
       done(NOTHING_TO_DO, facts);
       return;
     }
     const chosenLimiter = limiter;
-    check.then(
-      (decision) => {
-        let result: GuardResult | Promise<GuardResult>;
-        try {
-          result = this.#settle(decision, chosenLimiter, ctx, undefined, facts);
-        } catch (error) {
-          this.#failTo(error, facts, decision, done);
-          return;
-        }
-        if (result instanceof Promise) {
-          result.then(
-            (r) => done(r, facts),
-            (error: unknown) => this.#failTo(error, facts, decision, done),
-          );
-        } else done(result, facts);
-      },
+    if (decided !== undefined) {
+      this.#finish(decided, chosenLimiter, ctx!, facts, done);
+      return;
+    }
+    (check as Promise<Decision>).then(
+      (decision) => this.#finish(decision, chosenLimiter, ctx, facts, done),
       (error: unknown) => this.#failTo(error, facts, undefined, done),
     );
+  }
+
+  /** Maps a decision and hands the result to `done`. */
+  #finish<F extends RequestFacts<Req>>(decision: Decision, limiter: Limiter, ctx: RequestContext, facts: F, done: (result: GuardResult, facts: F) => void): void {
+    let result: GuardResult | Promise<GuardResult>;
+    try {
+      result = this.#settle(decision, limiter, ctx, undefined, facts);
+    } catch (error) {
+      this.#failTo(error, facts, decision, done);
+      return;
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (r) => done(r, facts),
+        (error: unknown) => this.#failTo(error, facts, decision, done),
+      );
+    } else done(result, facts);
   }
 
   #failTo<F extends RequestFacts<Req>>(error: unknown, facts: F, decision: Decision | undefined, done: (result: GuardResult, facts: F) => void): void {
