@@ -16,7 +16,7 @@ Reply: 1 if the key existed, else 0.
 
 local now = clock(ARGV[1])
 local grace = tonumber(ARGV[2])
-local a = ALGOS['concurrency']
+local a = algo('concurrency')
 local p = params(1, ARGV[3], 1, '0')
 local state = load(KEYS[1], a)
 if state == nil then

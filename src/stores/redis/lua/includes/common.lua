@@ -15,6 +15,9 @@ local INF = math.huge
 -- decide(state, now, cost, p, lease) returns six values: allowed, the next
 -- state, remaining, reset, retry, delay (no table per decision).
 local ALGOS = {}
+-- Each algorithm's table is built by its builder the first time a call uses it,
+-- so a call pays only for the algorithms its ops use.
+local BUILDERS = {}
 
 local function ceil_div(a, b)
   return math.floor((a + b - 1) / b)
@@ -56,7 +59,12 @@ end
 local function algo(name)
   local a = ALGOS[name]
   if a == nil then
-    error('ratecontract: unknown algorithm ' .. tostring(name))
+    local build = BUILDERS[name]
+    if build == nil then
+      error('ratecontract: unknown algorithm ' .. tostring(name))
+    end
+    a = build()
+    ALGOS[name] = a
   end
   return a
 end

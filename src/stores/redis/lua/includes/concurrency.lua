@@ -3,107 +3,110 @@ Twin of src/algorithms/concurrency.ts. State: the leases in order, each
 written as "<exp> <cost> <length>:<id>" with nothing between leases (the
 length prefix lets a lease id hold any byte).
 ]]
-ALGOS['concurrency'] = {
-  decode = function(raw)
-    local out = {}
-    local pos = 1
-    local n = #raw
-    while pos <= n do
-      local _, e, exp, cost, len = string.find(raw, '^(%-?%d+) (%d+) (%d+):', pos)
-      if e == nil then
-        break
+-- Built on first use in a call (see algo() in common.lua).
+BUILDERS['concurrency'] = function()
+  return {
+    decode = function(raw)
+      local out = {}
+      local pos = 1
+      local n = #raw
+      while pos <= n do
+        local _, e, exp, cost, len = string.find(raw, '^(%-?%d+) (%d+) (%d+):', pos)
+        if e == nil then
+          break
+        end
+        local l = tonumber(len)
+        out[#out + 1] = { exp = tonumber(exp), cost = tonumber(cost), id = string.sub(raw, e + 1, e + l) }
+        pos = e + l + 1
       end
-      local l = tonumber(len)
-      out[#out + 1] = { exp = tonumber(exp), cost = tonumber(cost), id = string.sub(raw, e + 1, e + l) }
-      pos = e + l + 1
-    end
-    if #out == 0 then
-      return nil
-    end
-    return out
-  end,
-  encode = function(s)
-    local parts = {}
-    for i, l in ipairs(s) do
-      parts[i] = fmt(l.exp) .. ' ' .. fmt(l.cost) .. ' ' .. #l.id .. ':' .. l.id
-    end
-    return table.concat(parts)
-  end,
-  decide = function(s, now, cost, p, lease)
-    local N = p.limit
-    local live = {}
-    if s ~= nil then
-      for _, l in ipairs(s) do
-        if l.exp > now then
-          live[#live + 1] = l
+      if #out == 0 then
+        return nil
+      end
+      return out
+    end,
+    encode = function(s)
+      local parts = {}
+      for i, l in ipairs(s) do
+        parts[i] = fmt(l.exp) .. ' ' .. fmt(l.cost) .. ' ' .. #l.id .. ':' .. l.id
+      end
+      return table.concat(parts)
+    end,
+    decide = function(s, now, cost, p, lease)
+      local N = p.limit
+      local live = {}
+      if s ~= nil then
+        for _, l in ipairs(s) do
+          if l.exp > now then
+            live[#live + 1] = l
+          end
         end
       end
-    end
-    local used = 0
-    local last = now
-    for _, l in ipairs(live) do
-      used = used + l.cost
-      if l.exp > last then
-        last = l.exp
+      local used = 0
+      local last = now
+      for _, l in ipairs(live) do
+        used = used + l.cost
+        if l.exp > last then
+          last = l.exp
+        end
       end
-    end
-    if used + cost <= N then
-      if cost > 0 then
-        live[#live + 1] = { id = lease or '', exp = now + p.window, cost = cost }
-        last = now + p.window
+      if used + cost <= N then
+        if cost > 0 then
+          live[#live + 1] = { id = lease or '', exp = now + p.window, cost = cost }
+          last = now + p.window
+        end
+        local st = nil
+        if #live > 0 then
+          st = live
+        end
+        return true, st, N - used - cost, last - now, 0, 0
+      end
+      local retry = INF
+      if cost <= N then
+        local by_expiry = {}
+        for i, l in ipairs(live) do
+          by_expiry[i] = l
+        end
+        -- Ties need no stable order: equal expiries give the same answer.
+        table.sort(by_expiry, function(a, b)
+          return a.exp < b.exp
+        end)
+        local need = used + cost - N
+        local freed = 0
+        for _, l in ipairs(by_expiry) do
+          freed = freed + l.cost
+          if freed >= need then
+            retry = l.exp - now
+            break
+          end
+        end
       end
       local st = nil
       if #live > 0 then
         st = live
       end
-      return true, st, N - used - cost, last - now, 0, 0
-    end
-    local retry = INF
-    if cost <= N then
-      local by_expiry = {}
-      for i, l in ipairs(live) do
-        by_expiry[i] = l
-      end
-      -- Ties need no stable order: equal expiries give the same answer.
-      table.sort(by_expiry, function(a, b)
-        return a.exp < b.exp
-      end)
-      local need = used + cost - N
-      local freed = 0
-      for _, l in ipairs(by_expiry) do
-        freed = freed + l.cost
-        if freed >= need then
-          retry = l.exp - now
-          break
+      return false, st, N - used, last - now, retry, 0
+    end,
+    -- Refunding a lease releases it.
+    refund = function(s, now, cost, p, lease)
+      local left = {}
+      for _, l in ipairs(s) do
+        if l.id ~= (lease or '') then
+          left[#left + 1] = l
         end
       end
-    end
-    local st = nil
-    if #live > 0 then
-      st = live
-    end
-    return false, st, N - used, last - now, retry, 0
-  end,
-  -- Refunding a lease releases it.
-  refund = function(s, now, cost, p, lease)
-    local left = {}
-    for _, l in ipairs(s) do
-      if l.id ~= (lease or '') then
-        left[#left + 1] = l
+      if #left > 0 then
+        return left
       end
-    end
-    if #left > 0 then
-      return left
-    end
-    return nil
-  end,
-  expires = function(s)
-    local last = 0
-    for _, l in ipairs(s) do
-      if l.exp > last then
-        last = l.exp
+      return nil
+    end,
+    expires = function(s)
+      local last = 0
+      for _, l in ipairs(s) do
+        if l.exp > last then
+          last = l.exp
+        end
       end
-    end
-    return last
-  end,
-}
+      return last
+    end,
+  }
+end

@@ -1,52 +1,55 @@
 --[[
 Twin of src/algorithms/fixed-window.ts. State: "w c" (window start, count).
 ]]
-ALGOS['fixed-window'] = {
-  decode = function(raw)
-    local w, c = two(raw)
-    return { w = w, c = c }
-  end,
-  encode = function(s)
-    return string.format('%.0f %.0f', s.w, s.c)
-  end,
-  decide = function(s, now, cost, p)
-    local W = p.window
-    local N = p.limit
-    local w = math.floor(now / W) * W
-    local c = 0
-    if s ~= nil and s.w == w then
-      c = s.c
-    end
-    local reset = w + W - now
-    if c + cost <= N then
-      local nxt = c + cost
-      if nxt > 0 then
-        return true, { w = w, c = nxt }, N - nxt, reset, 0, 0
-      end
-      return true, nil, N - nxt, 0, 0, 0
-    end
-    local st = nil
-    if c > 0 then
-      st = { w = w, c = c }
-    end
-    local retry = reset
-    if cost > N then
-      retry = INF
-    end
-    return false, st, N - c, c > 0 and reset or 0, retry, 0
-  end,
-  refund = function(s, now, cost, p)
-    local w = math.floor(now / p.window) * p.window
-    if s.w ~= w then
-      return s
-    end
-    local c = s.c - cost
-    if c > 0 then
+-- Built on first use in a call (see algo() in common.lua).
+BUILDERS['fixed-window'] = function()
+  return {
+    decode = function(raw)
+      local w, c = two(raw)
       return { w = w, c = c }
-    end
-    return nil
-  end,
-  expires = function(s, p)
-    return s.w + p.window
-  end,
-}
+    end,
+    encode = function(s)
+      return string.format('%.0f %.0f', s.w, s.c)
+    end,
+    decide = function(s, now, cost, p)
+      local W = p.window
+      local N = p.limit
+      local w = math.floor(now / W) * W
+      local c = 0
+      if s ~= nil and s.w == w then
+        c = s.c
+      end
+      local reset = w + W - now
+      if c + cost <= N then
+        local nxt = c + cost
+        if nxt > 0 then
+          return true, { w = w, c = nxt }, N - nxt, reset, 0, 0
+        end
+        return true, nil, N - nxt, 0, 0, 0
+      end
+      local st = nil
+      if c > 0 then
+        st = { w = w, c = c }
+      end
+      local retry = reset
+      if cost > N then
+        retry = INF
+      end
+      return false, st, N - c, c > 0 and reset or 0, retry, 0
+    end,
+    refund = function(s, now, cost, p)
+      local w = math.floor(now / p.window) * p.window
+      if s.w ~= w then
+        return s
+      end
+      local c = s.c - cost
+      if c > 0 then
+        return { w = w, c = c }
+      end
+      return nil
+    end,
+    expires = function(s, p)
+      return s.w + p.window
+    end,
+  }
+end

@@ -2,52 +2,55 @@
 Twin of src/algorithms/leaky-bucket.ts (meter and queue mode). State: "l t"
 (level in units of 1/W, time of the last update).
 ]]
-ALGOS['leaky-bucket'] = {
-  decode = function(raw)
-    local l, t = two(raw)
-    return { l = l, t = t }
-  end,
-  encode = function(s)
-    return string.format('%.0f %.0f', s.l, s.t)
-  end,
-  decide = function(s, now, cost, p)
-    local W = p.window
-    local N = p.limit
-    local depth = p.burst * W
-    local level = 0
-    if s ~= nil then
-      level = math.max(0, s.l - math.max(0, now - s.t) * N)
-    end
-    local nxt = level + cost * W
-    if nxt <= depth then
+-- Built on first use in a call (see algo() in common.lua).
+BUILDERS['leaky-bucket'] = function()
+  return {
+    decode = function(raw)
+      local l, t = two(raw)
+      return { l = l, t = t }
+    end,
+    encode = function(s)
+      return string.format('%.0f %.0f', s.l, s.t)
+    end,
+    decide = function(s, now, cost, p)
+      local W = p.window
+      local N = p.limit
+      local depth = p.burst * W
+      local level = 0
+      if s ~= nil then
+        level = math.max(0, s.l - math.max(0, now - s.t) * N)
+      end
+      local nxt = level + cost * W
+      if nxt <= depth then
+        local st = nil
+        if nxt > 0 then
+          st = { l = nxt, t = now }
+        end
+        local delay = 0
+        if p.queue and cost > 0 then
+          delay = ceil_div(level, N)
+        end
+        return true, st, math.floor((depth - nxt) / W), ceil_div(nxt, N), 0, delay
+      end
       local st = nil
-      if nxt > 0 then
-        st = { l = nxt, t = now }
+      if level > 0 then
+        st = { l = level, t = now }
       end
-      local delay = 0
-      if p.queue and cost > 0 then
-        delay = ceil_div(level, N)
+      local retry = ceil_div(nxt - depth, N)
+      if cost > p.burst then
+        retry = INF
       end
-      return true, st, math.floor((depth - nxt) / W), ceil_div(nxt, N), 0, delay
-    end
-    local st = nil
-    if level > 0 then
-      st = { l = level, t = now }
-    end
-    local retry = ceil_div(nxt - depth, N)
-    if cost > p.burst then
-      retry = INF
-    end
-    return false, st, math.floor((depth - level) / W), ceil_div(level, N), retry, 0
-  end,
-  refund = function(s, now, cost, p)
-    local l = s.l - cost * p.window
-    if l > 0 then
-      return { l = l, t = s.t }
-    end
-    return nil
-  end,
-  expires = function(s, p)
-    return s.t + ceil_div(s.l, p.limit)
-  end,
-}
+      return false, st, math.floor((depth - level) / W), ceil_div(level, N), retry, 0
+    end,
+    refund = function(s, now, cost, p)
+      local l = s.l - cost * p.window
+      if l > 0 then
+        return { l = l, t = s.t }
+      end
+      return nil
+    end,
+    expires = function(s, p)
+      return s.t + ceil_div(s.l, p.limit)
+    end,
+  }
+end
