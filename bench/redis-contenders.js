@@ -59,11 +59,22 @@ async function nodeRedis(port) {
 
 const gcra = (name, purpose, key) => ({ name, purpose, algorithm: 'gcra', limit: RATE, burst: BURST, window: '1h', key });
 
+/**
+ * The store's `batch` option: the store's default, unless BENCH_BATCH_MAX_CHECKS
+ * is set (`off` for `batch: false`, or a number for `maxChecks`), for
+ * redis-batch.js's comparison of batch sizes.
+ */
+function batchOption() {
+  const v = process.env.BENCH_BATCH_MAX_CHECKS;
+  if (v === undefined || v === '') return {};
+  return { batch: v === 'off' ? false : { maxChecks: Number(v) } };
+}
+
 /** ratecontract, redisStore over the given client, `limits`, `ctxOf(i)`. */
 function ratecontract(connect, limits, ctxOf) {
   return async (port) => {
     const client = await connect(port);
-    const store = redisStore({ client, deadlineMs: DEADLINE_MS });
+    const store = redisStore({ client, deadlineMs: DEADLINE_MS, ...batchOption() });
     await store.preload();
     const limiter = createLimiter({ limits, store });
     let rejected = 0;

@@ -344,8 +344,9 @@ export class HttpGuard<Req> {
     return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
   }
 
-  async #reject(decision: Decision, mapped: HttpResponse): Promise<GuardResult> {
-    await decision.release();
+  /** A rejection: answered at once; anything the decision holds is released in the background (release never rejects). */
+  #reject(decision: Decision, mapped: HttpResponse): GuardResult {
+    decision.release().catch(() => undefined);
     return { kind: 'respond', decision, response: mapped };
   }
 

@@ -16,7 +16,8 @@ async function readAll(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const factory: AppFactory = async (limiter, o, hooks) => {
+/** The app under the adapter suite: awaiting `guard`, or testing `guard.now` for a boolean first. */
+const factoryWith = (style: 'await' | 'now'): AppFactory => async (limiter, o, hooks) => {
   const identify = identifyFrom(o);
   const cost = costFrom(o);
   const options: NodeGuardOptions = {
@@ -49,7 +50,12 @@ const factory: AppFactory = async (limiter, o, hooks) => {
   };
   const server = createServer((req, res) => {
     void (async () => {
-      if (!(await guard(req, res))) return;
+      if (style === 'await') {
+        if (!(await guard(req, res))) return;
+      } else {
+        const ok = guard.now(req, res);
+        if (ok === false || (ok !== true && !(await ok))) return;
+      }
       try {
         await handle(req, res);
       } catch {
@@ -61,12 +67,37 @@ const factory: AppFactory = async (limiter, o, hooks) => {
   return listen(server);
 };
 
-defineAdapterSuite('node', factory);
+defineAdapterSuite('node', factoryWith('await'));
+defineAdapterSuite('node (guard.now)', factoryWith('now'));
 
 describe('node: adapter specifics', () => {
   const apps: RunningApp[] = [];
   afterAll(async () => {
     await Promise.all(apps.map((a) => a.close()));
+  });
+
+  it('guard.now answers with a boolean at once on the memory store, and with a promise when it must wait', async () => {
+    const limiter = createLimiter({ limits: [{ name: 'two', purpose: 'abuse', limit: 2, window: '1m', key: 'ip' }], store: memoryStore() });
+    const seen: unknown[] = [];
+    const quick = createGuard(limiter);
+    const waits = createGuard(limiter, { identify: () => Promise.resolve('user-1') });
+    const app = await listen(
+      createServer((req, res) => {
+        const ok = (req.url === '/wait' ? waits : quick).now(req, res);
+        seen.push(typeof ok === 'boolean' ? ok : 'promise');
+        void Promise.resolve(ok).then((go) => {
+          if (go) res.end('ok');
+        });
+      }),
+    );
+    apps.push(app);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(`${app.url}/`)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(seen).toEqual([true, true, false]);
+    const waited = await fetch(`${app.url}/wait`);
+    await waited.arrayBuffer();
+    expect(seen[3]).toBe('promise');
   });
 
   it('chooses a limiter per request with limiterFor, or none', async () => {

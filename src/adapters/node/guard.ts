@@ -18,8 +18,18 @@ export interface RequestBody {
   readonly json: unknown;
 }
 
-/** `(req, res) => Promise<boolean>`: `true` go on; `false` the response was already sent (or the client left). */
-export type NodeGuard = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+/**
+ * `(req, res) => Promise<boolean>`: `true` go on; `false` the response was
+ * already sent (or the client left). `guard.now(req, res)` is the same guard
+ * answering with a plain boolean when the decision was made at once (an
+ * in-process store, nothing to wait for), else with the promise: testing for
+ * a boolean first skips a microtask per request.
+ */
+export interface NodeGuard {
+  (req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** The guard, answering with a boolean when it decided at once, else with a promise. */
+  now(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean>;
+}
 
 /**
  * Where the decision is kept on the request: a symbol-keyed property (not
@@ -124,28 +134,52 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
  * });
  * ```
  *
+ * On the memory store (with no `identify` hook, no body key, no queue wait)
+ * `guard.now` answers with a boolean at once; a handler that tests for that
+ * before awaiting answers without waiting a microtask:
+ * `const ok = guard.now(req, res); if (ok === false || (ok !== true && !(await ok))) return;`
+ *
  * Never rejects and never answers 500: anything unexpected (a throwing
  * `identify`, an invalid `cost`) is answered 503 with `Retry-After`.
  * For another limiter on another route, create another guard.
  */
 export function createGuard(limiter: Limiter, options?: NodeGuardOptions): NodeGuard {
   const guard = new HttpGuard<IncomingMessage>(limiter, options);
-  return (req, res) =>
-    new Promise<boolean>((resolve, reject) => {
-      const done = (result: GuardResult): void => {
+  const now = (req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> => {
+    // Set by `done` when the decision comes at once; otherwise `settle` takes it later.
+    let decided: GuardResult | undefined;
+    let settle: ((result: GuardResult) => void) | undefined;
+    const done = (result: GuardResult): void => {
+      if (settle === undefined) decided = result;
+      else settle(result);
+    };
+    let chosen: Limiter | false | undefined;
+    try {
+      chosen = guard.select(req);
+    } catch (error) {
+      void guard.fail(error, req).then(done);
+    }
+    if (chosen !== undefined) guard.decide(nodeFacts(req, res, chosen !== false && guard.needsBody(chosen)), chosen, done);
+    if (decided !== undefined) {
+      try {
+        return applyResult(decided, req, res);
+      } catch (error) {
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      settle = (result) => {
         try {
           resolve(applyResult(result, req, res));
         } catch (error) {
           reject(error instanceof Error ? error : new Error(String(error)));
         }
       };
-      let chosen: Limiter | false;
-      try {
-        chosen = guard.select(req);
-      } catch (error) {
-        void guard.fail(error, req).then(done);
-        return;
-      }
-      guard.decide(nodeFacts(req, res, chosen !== false && guard.needsBody(chosen)), chosen, done);
     });
+  };
+  const run = (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const r = now(req, res);
+    return typeof r === 'boolean' ? Promise.resolve(r) : r;
+  };
+  return Object.assign(run, { now });
 }
