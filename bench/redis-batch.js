@@ -1,5 +1,5 @@
 // The Redis store's batch size, compared (not part of bench:redis): the
-// one-limit check (rc-gcra) and the four-limit chain (rc-chain4), 50 in
+// one-limit check (rc-gcra, and rc-gcra-node-redis) and the four-limit chain (rc-chain4), 50 in
 // flight, as bench:redis measures them, with batching off and with
 // maxChecks 16 (the default) and 64, alternated for BENCH_ROUNDS rounds
 // (default 3), each in a fresh child process. Prints medians: decisions/s,
@@ -11,7 +11,7 @@ import { startRedis } from './redis-server.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const sizes = ['off', '16', '64'];
-const ids = ['rc-gcra', 'rc-chain4'];
+const ids = ['rc-gcra', 'rc-gcra-node-redis', 'rc-chain4'];
 const child = fileURLToPath(new URL('./redis-child.js', import.meta.url));
 const r = await startRedis({ maxSeconds: 600, log: (s) => process.stderr.write(s + '\n') });
 const runs = {};

@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, createLimiter, ManualClock, memoryStore, type AlgorithmName, type Decision, type LimitDefinition } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis/index.js';
-import { useStandaloneIoredis } from './helpers/clients.js';
+import { connectStandalone, useStandaloneIoredis } from './helpers/clients.js';
 
 const BUDGET_MS = Math.floor(Number(process.env.RC_PROPERTY_BUDGET_MS ?? (process.env.CI === 'true' ? 30_000 : 12_000)) / 2);
 const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
@@ -106,6 +106,22 @@ describe('redis store batching', () => {
     const unbatched = await run(false);
     expect(unbatched.calls).toBe(20);
     expect(unbatched.decisions.map((d) => d.allowed)).toEqual(one.decisions.map((d) => d.allowed));
+  });
+
+  it('with node-redis (which writes one tick\'s commands together) the default batch is 64 checks', async () => {
+    const nodeRedis = await connectStandalone('node-redis', raw().options.port as number);
+    try {
+      const limiter = createLimiter({
+        limits: [{ name: 'n', purpose: 'shedding', algorithm: 'fixed-window', limit: 1000, window: '1h', key: 'global' }],
+        store: redisStore({ client: nodeRedis.client, prefix: prefix(), deadlineMs: 5000 }),
+      });
+      const before = await evalshaCalls();
+      const ds = await Promise.all(Array.from({ length: 40 }, () => limiter.check({})));
+      expect((await evalshaCalls()) - before).toBe(1);
+      expect(ds.map((d) => d.results[0]?.remaining)).toEqual(Array.from({ length: 40 }, (_, i) => 999 - i));
+    } finally {
+      await nodeRedis.close();
+    }
   });
 
   it('a rejected chain in a batch consumes nothing, while the chains around it do', async () => {

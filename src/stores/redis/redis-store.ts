@@ -52,7 +52,8 @@ export interface RedisStoreOptions {
    * atomic and all-or-nothing: the same decisions as one call per check,
    * with one round trip and one script start per batch instead of per check.
    * A batch fails or times out as a whole. `false` sends one script call per
-   * check. Default `{ maxChecks: 16 }`. Not used on a Cluster, where each
+   * check. Default `{ maxChecks: 16 }` with ioredis, 64 with node-redis
+   * (see `BatchOptions.maxChecks`). Not used on a Cluster, where each
    * chain goes to its own slot's node (see docs/redis.md).
    */
   readonly batch?: false | BatchOptions | undefined;
@@ -60,7 +61,14 @@ export interface RedisStoreOptions {
 
 /** Batching settings of `redisStore({ batch })`. */
 export interface BatchOptions {
-  /** Most checks in one script call; a full batch is sent at once, so that with many checks in flight several batches overlap (Redis works on one while the client prepares the next). Default 16, at most 1024. */
+  /**
+   * Most checks in one script call; a full batch is sent at once, so that
+   * with many checks in flight several batches overlap (Redis works on one
+   * while the client prepares the next). Default 16 with ioredis, which
+   * writes each command at once. Default 64 with node-redis, which writes
+   * the commands of one tick together (on `setImmediate`), so batches of one
+   * tick cannot overlap and fewer, larger ones cost less. At most 1024.
+   */
   readonly maxChecks?: number | undefined;
 }
 
@@ -127,7 +135,7 @@ export class RedisStore implements Store {
     this.#secret = options.keySecret;
     this.deadlineMs = options.deadlineMs;
     this.breaker = options.breaker;
-    this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch);
+    this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? 64 : 16);
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
@@ -333,12 +341,12 @@ export class RedisStore implements Store {
   }
 }
 
-function batchSize(batch: false | BatchOptions | undefined): number {
+function batchSize(batch: false | BatchOptions | undefined, byDefault: number): number {
   if (batch === false) return 1;
   if (batch !== undefined && (batch === null || typeof batch !== 'object')) {
     throw new ConfigError('RC_INVALID_OPTION', 'redisStore.batch', `must be false or { maxChecks }, got ${String(batch)}`);
   }
-  const max = batch?.maxChecks ?? 16;
+  const max = batch?.maxChecks ?? byDefault;
   if (!Number.isSafeInteger(max) || max < 1 || max > 1024) {
     throw new ConfigError('RC_INVALID_OPTION', 'redisStore.batch.maxChecks', `must be an integer from 1 to 1024, got ${String(max)}`);
   }
