@@ -1,10 +1,11 @@
 // The Redis store's batch size, compared (not part of bench:redis): the
-// one-limit check (rc-gcra, and rc-gcra-node-redis) and the four-limit chain (rc-chain4), 50 in
-// flight, as bench:redis measures them, with batching off and with
-// maxChecks 16 (the default) and 64, alternated for BENCH_ROUNDS rounds
+// one-limit check over ioredis (rc-gcra) and node-redis
+// (rc-gcra-node-redis) and the four-limit chain (rc-chain4), 50 in flight,
+// as bench:redis measures them, with batching off and with maxChecks 16
+// (the ioredis default) and 64 (the node-redis one), alternated for BENCH_ROUNDS rounds
 // (default 3), each in a fresh child process. Prints medians: decisions/s,
 // client and redis-server CPU per decision, script calls per decision.
-//   node redis-batch.js      (starts and stops its own redis-server; about 1.5 min)
+//   node redis-batch.js      (starts and stops its own redis-server; about 2.5 min)
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startRedis } from './redis-server.js';
