@@ -3,6 +3,7 @@ import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { isJsonOrUntyped, parseJsonBody, readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { peerAddress } from '../../http/peer.js';
 import { releaseOnce } from '../../http/release.js';
 
 declare global {
@@ -22,7 +23,7 @@ function facts(req: Request, res: Response, readBody: boolean): RequestFacts<Req
   const parsed = (req as { body?: unknown }).body;
   return {
     req,
-    remoteAddress: req.socket.remoteAddress,
+    remoteAddress: peerAddress(req.socket),
     method: req.method,
     url: req.originalUrl,
     headers: req.headers,

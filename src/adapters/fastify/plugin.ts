@@ -3,6 +3,7 @@ import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import type { HttpResponse } from '../../http/respond.js';
+import { peerAddress } from '../../http/peer.js';
 import { releaseOnce } from '../../http/release.js';
 
 /** Per-route choice, in the route's `config.rateLimit`: another limiter, or `false` for none. */
@@ -50,7 +51,7 @@ class FastifyFacts implements RequestFacts<FastifyRequest> {
     this.req = request;
     this.reply = reply;
     this.next = next;
-    this.remoteAddress = raw.socket.remoteAddress;
+    this.remoteAddress = peerAddress(raw.socket);
     this.method = raw.method;
     this.url = raw.url;
     this.headers = request.headers;

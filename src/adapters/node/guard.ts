@@ -4,6 +4,7 @@ import type { Decision } from '../../core/types.js';
 import { readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import { parseJsonBody } from '../../http/body.js';
+import { peerAddress } from '../../http/peer.js';
 import { releaseOnce } from '../../http/release.js';
 import type { HttpResponse } from '../../http/respond.js';
 
@@ -81,7 +82,7 @@ function connectionSignal(req: IncomingMessage, res: ServerResponse): AbortSigna
 export function nodeFacts(req: IncomingMessage, res: ServerResponse, readBody: boolean): RequestFacts<IncomingMessage> {
   return {
     req,
-    remoteAddress: req.socket.remoteAddress,
+    remoteAddress: peerAddress(req.socket),
     method: req.method,
     url: req.url,
     headers: req.headers,

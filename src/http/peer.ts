@@ -1,0 +1,30 @@
+import type { Socket } from 'node:net';
+
+/** Where a socket's peer address is kept once read (not enumerable by `Object.keys` or `JSON.stringify`). */
+const PEER = Symbol('ratecontract.peer');
+
+type WithPeer = Socket & { [PEER]?: string };
+
+/**
+ * The peer address of a node socket, read once per connection. A TCP
+ * connection's peer never changes, and `socket.remoteAddress` is a getter that
+ * costs more on each call than the rest of a keep-alive request's address
+ * handling; later requests on the connection read the cached value.
+ * `undefined` when the socket has no address (already closed): not cached, so
+ * a later read tries again.
+ */
+export function peerAddress(socket: Socket): string | undefined {
+  const s = socket as WithPeer;
+  let address = s[PEER];
+  if (address === undefined) {
+    address = socket.remoteAddress;
+    if (address !== undefined) {
+      try {
+        s[PEER] = address;
+      } catch {
+        // A socket that refuses properties (a proxy): read the getter each time.
+      }
+    }
+  }
+  return address;
+}
