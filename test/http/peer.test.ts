@@ -1,4 +1,4 @@
-import http from 'node:http';
+import { Agent, createServer, get, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peerAddress } from '../../src/http/peer.js';
@@ -47,10 +47,10 @@ describe('peerAddress', () => {
 
   describe('on a real keep-alive connection', () => {
     const seen: Array<{ address: string | undefined; port: number | undefined }> = [];
-    let server: http.Server;
+    let server: Server;
     let url: string;
     beforeAll(async () => {
-      server = http.createServer((req, res) => {
+      server = createServer((req, res) => {
         seen.push({ address: peerAddress(req.socket), port: req.socket.remotePort });
         res.end('ok');
       });
@@ -63,11 +63,11 @@ describe('peerAddress', () => {
     });
 
     it('gives every request on the connection the socket address', async () => {
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       try {
         for (let i = 0; i < 3; i++) {
           await new Promise<void>((resolve, reject) => {
-            http.get(url, { agent }, (res) => {
+            get(url, { agent }, (res) => {
               res.resume();
               res.on('end', resolve);
             }).on('error', reject);
