@@ -94,55 +94,59 @@ function assertLimiter(limiter: unknown, option: string): asserts limiter is Lim
   }
 }
 
+/** No request headers (what the `ip` key reads when no proxy is trusted: nothing). */
+const NO_HEADERS: HeaderRecord = Object.freeze({});
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
 const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
 const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, leases: false });
 
-const bodyNeeds = new WeakMap<Limiter, boolean>();
+/** What a limiter's limits read and hold, worked out once per limiter. */
+interface Traits {
+  /** A `body.*` key. */
+  readonly body: boolean;
+  /** A `header.*` key or a key function (which may read any header). */
+  readonly headers: boolean;
+  /** A `query.*` key or a key function (which may read the query). */
+  readonly query: boolean;
+  /** A concurrency limit (its decisions hold leases). */
+  readonly leases: boolean;
+}
 
-/** Whether a limiter has a `body.*` key (so the body must be read before deciding). */
-const headerNeeds = new WeakMap<Limiter, boolean>();
-const leaseHolders = new WeakMap<Limiter, boolean>();
+const traitsOf = new WeakMap<Limiter, Traits>();
+
+function traits(limiter: Limiter): Traits {
+  let t = traitsOf.get(limiter);
+  if (t === undefined) {
+    const specs = limiter.limits.map((l) => l.keySpec);
+    t = {
+      body: specs.some((k) => k.startsWith('body.')),
+      headers: specs.some((k) => k.startsWith('header.') || k === 'function'),
+      query: specs.some((k) => k.startsWith('query.') || k === 'function'),
+      leases: limiter.limits.some((l) => l.algorithm === 'concurrency'),
+    };
+    traitsOf.set(limiter, t);
+  }
+  return t;
+}
 
 /** Whether any limit of `limiter` reads a header or runs a key function (which may read any). */
 export function usesHeaders(limiter: Limiter): boolean {
-  let v = headerNeeds.get(limiter);
-  if (v === undefined) {
-    v = limiter.limits.some((l) => l.keySpec.startsWith('header.') || l.keySpec === 'function');
-    headerNeeds.set(limiter, v);
-  }
-  return v;
+  return traits(limiter).headers;
 }
-
-const queryNeeds = new WeakMap<Limiter, boolean>();
 
 /** Whether any limit of `limiter` reads the query string or runs a key function (which may read it). */
 export function usesQuery(limiter: Limiter): boolean {
-  let v = queryNeeds.get(limiter);
-  if (v === undefined) {
-    v = limiter.limits.some((l) => l.keySpec.startsWith('query.') || l.keySpec === 'function');
-    queryNeeds.set(limiter, v);
-  }
-  return v;
+  return traits(limiter).query;
 }
 
 /** Whether any limit of `limiter` is a concurrency limit (its decisions hold leases). */
 export function holdsLeases(limiter: Limiter): boolean {
-  let v = leaseHolders.get(limiter);
-  if (v === undefined) {
-    v = limiter.limits.some((l) => l.algorithm === 'concurrency');
-    leaseHolders.set(limiter, v);
-  }
-  return v;
+  return traits(limiter).leases;
 }
 
+/** Whether any limit of `limiter` has a `body.*` key (so the body must be read before deciding). */
 export function usesBody(limiter: Limiter): boolean {
-  let v = bodyNeeds.get(limiter);
-  if (v === undefined) {
-    v = limiter.limits.some((l) => l.keySpec.startsWith('body.'));
-    bodyNeeds.set(limiter, v);
-  }
-  return v;
+  return traits(limiter).body;
 }
 
 /**
@@ -159,6 +163,8 @@ export class HttpGuard<Req> {
   readonly #options: GuardOptions<Req>;
   readonly #errorRetryAfterMs: number;
   readonly #delay: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /** The default limiter's traits (other limiters' come from a WeakMap). */
+  readonly #traits: Traits;
 
   constructor(limiter: Limiter, options: GuardOptions<Req> = {}) {
     assertLimiter(limiter, 'limiter');
@@ -177,6 +183,11 @@ export class HttpGuard<Req> {
     this.#errorRetryAfterMs = options.errorRetryAfter === undefined ? 1000 : parseDuration(options.errorRetryAfter, 'errorRetryAfter');
     this.#delay = options.delay ?? sleep;
     this.#options = options;
+    this.#traits = traits(limiter);
+  }
+
+  #traitsOf(limiter: Limiter): Traits {
+    return limiter === this.limiter ? this.#traits : traits(limiter);
   }
 
   /** The limiter for this request, or `false` to skip it. Throws only if `limiterFor` does. */
@@ -190,7 +201,7 @@ export class HttpGuard<Req> {
 
   /** Whether the body must be read for `limiter`. */
   needsBody(limiter: Limiter): boolean {
-    return this.#options.readBody === true || usesBody(limiter);
+    return this.#options.readBody === true || this.#traitsOf(limiter).body;
   }
 
   /**
@@ -199,12 +210,12 @@ export class HttpGuard<Req> {
    * runtime builds headers lazily skip building them when this is false.
    */
   needsHeaders(limiter: Limiter): boolean {
-    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || usesHeaders(limiter);
+    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).headers;
   }
 
   /** Whether a decision of `limiter` can hold something to release (concurrency leases). */
   holdsLeases(limiter: Limiter): boolean {
-    return holdsLeases(limiter);
+    return this.#traitsOf(limiter).leases;
   }
 
   /** Decides one request. Never rejects. */
@@ -308,14 +319,24 @@ export class HttpGuard<Req> {
     }
   }
 
+  /**
+   * The context the limits' keys see. `headers` and `query` are filled only
+   * when some limit reads them (a `header.*` or `query.*` key, a key
+   * function, trusted proxies, a body key), so a request no limit reads them
+   * for never pays for building them (node:http builds `req.headers` on
+   * first access).
+   */
   #context(facts: RequestFacts<Req>, limiter: Limiter, principal: string | undefined, body: unknown): RequestContext {
+    const t = this.#traitsOf(limiter);
+    const proxied = this.ip.trust.kind !== 'none';
+    const headers = proxied || t.headers || t.body || this.#options.readBody === true ? facts.headers : undefined;
     return {
-      ip: resolveClientIp(facts.remoteAddress, facts.headers, this.ip) ?? UNKNOWN_IP,
+      ip: resolveClientIp(facts.remoteAddress, headers ?? NO_HEADERS, this.ip) ?? UNKNOWN_IP,
       principal,
       method: facts.method,
       path: path(facts.url),
-      headers: facts.headers,
-      query: usesQuery(limiter) ? query(facts.url) : undefined,
+      headers,
+      query: t.query ? query(facts.url) : undefined,
       body,
     };
   }
@@ -326,7 +347,7 @@ export class HttpGuard<Req> {
     const advertising = isAdvertising(authenticated, this.response);
     if (decision.allowed && decision.delayMs <= 0 && !advertising) {
       // Nothing to tell this caller: the common case, without building a response.
-      return { kind: 'proceed', decision, headers: NO_FIELDS, leases: holdsLeases(limiter) };
+      return { kind: 'proceed', decision, headers: NO_FIELDS, leases: this.#traitsOf(limiter).leases };
     }
     const keyOf =
       this.response.partitionKeys && advertising
@@ -341,7 +362,7 @@ export class HttpGuard<Req> {
     const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
     if (!decision.allowed) return this.#reject(decision, mapped);
     if (decision.delayMs > 0) return this.#wait(decision, mapped, limiter, facts);
-    return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
+    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.#traitsOf(limiter).leases };
   }
 
   /** A rejection: answered at once; anything the decision holds is released in the background (release never rejects). */
@@ -357,7 +378,7 @@ export class HttpGuard<Req> {
       await decision.release();
       return { kind: 'gone', decision };
     }
-    return { kind: 'proceed', decision, headers: mapped.headers, leases: holdsLeases(limiter) };
+    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.#traitsOf(limiter).leases };
   }
 
   /** The 503 answer to anything unexpected; releases `decision`. Never rejects. */

@@ -100,6 +100,48 @@ describe('node: adapter specifics', () => {
     expect(seen[3]).toBe('promise');
   });
 
+  it('reads req.headers only when a limit, a key function or a trusted proxy needs them', async () => {
+    const byIp = createLimiter({ limits: [{ name: 'ip', purpose: 'abuse', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });
+    const byHeader = createLimiter({ limits: [{ name: 'tenant', purpose: 'abuse', limit: 1, window: '1m', key: 'header.x-tenant' }], store: memoryStore() });
+    const byFunction = createLimiter({ limits: [{ name: 'fn', purpose: 'abuse', limit: 1, window: '1m', key: (ctx) => (ctx.headers?.['x-tenant'] as string | undefined) ?? 'none' }], store: memoryStore() });
+    const guards = {
+      '/ip': createGuard(byIp),
+      '/header': createGuard(byHeader),
+      '/function': createGuard(byFunction),
+      '/proxied': createGuard(byIp, { trustProxy: ['127.0.0.1/32'] }),
+    };
+    const touched: Record<string, boolean> = {};
+    const app = await listen(
+      createServer((req, res) => {
+        const path = (req.url ?? '/') as keyof typeof guards;
+        const headers = req.headers; // a handler may read them first itself; the spy sees only the guard's reads
+        touched[path] = false;
+        Object.defineProperty(req, 'headers', {
+          configurable: true,
+          get: () => {
+            touched[path] = true;
+            return headers;
+          },
+        });
+        void guards[path](req, res).then((go) => {
+          if (go) res.end('ok');
+        });
+      }),
+    );
+    apps.push(app);
+    const tenant = { 'x-tenant': 'acme' };
+    expect((await raw(app.url, '/ip', { headers: tenant })).status).toBe(200);
+    expect(touched['/ip']).toBe(false);
+    for (const path of ['/header', '/function'] as const) {
+      expect((await raw(app.url, path, { headers: tenant })).status).toBe(200);
+      expect(touched[path]).toBe(true);
+      // The second request of the tenant is over its limit of 1: the key came from the header.
+      expect((await raw(app.url, path, { headers: tenant })).status).toBe(429);
+    }
+    expect((await raw(app.url, '/proxied', { headers: { 'x-forwarded-for': '198.51.100.7' } })).status).toBe(200);
+    expect(touched['/proxied']).toBe(true);
+  });
+
   it('chooses a limiter per request with limiterFor, or none', async () => {
     const strict = createLimiter({ limits: [{ name: 'strict', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], store: memoryStore() });
     const lax = createLimiter({ limits: [{ name: 'lax', purpose: 'abuse', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });

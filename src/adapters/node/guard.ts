@@ -69,32 +69,68 @@ export function writeResponse(res: ServerResponse, response: HttpResponse): void
   res.end(response.body);
 }
 
-function connectionSignal(req: IncomingMessage, res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
-  if (req.socket.destroyed) ac.abort();
-  else res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
-  });
-  return ac.signal;
-}
+/**
+ * One request's facts for the guard. A class rather than a literal with
+ * closures: `headers` is read from the request only if a limit needs it
+ * (node:http builds `req.headers` on first access), and the result slots let
+ * one shared completion function serve every request.
+ */
+class NodeFacts implements RequestFacts<IncomingMessage> {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly remoteAddress: string | undefined;
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly readBody: ((max: number) => Promise<BodyRead>) | undefined;
+  /** The result, when the guard decided before `decide` returned. */
+  result: GuardResult | undefined = undefined;
+  /** Takes the result when it comes later. */
+  settle: ((result: GuardResult) => void) | undefined = undefined;
 
-/** The facts the shared guard needs, from a node:http request. */
-export function nodeFacts(req: IncomingMessage, res: ServerResponse, readBody: boolean): RequestFacts<IncomingMessage> {
-  return {
-    req,
-    remoteAddress: peerAddress(req.socket),
-    method: req.method,
-    url: req.url,
-    headers: req.headers,
-    readBody: readBody
+  constructor(req: IncomingMessage, res: ServerResponse, readBody: boolean) {
+    this.req = req;
+    this.res = res;
+    this.remoteAddress = peerAddress(req.socket);
+    this.method = req.method;
+    this.url = req.url;
+    this.readBody = readBody
       ? async (max: number): Promise<BodyRead> => {
           const read = await readNodeBody(req, max);
           if (!read.tooLarge) bodies.set(req, read.bytes);
           return read;
         }
-      : undefined,
-    signal: () => connectionSignal(req, res),
-  };
+      : undefined;
+  }
+
+  get headers(): IncomingMessage['headers'] {
+    return this.req.headers;
+  }
+
+  /** The client connection's abort signal (queue-mode waits only). */
+  signal(): AbortSignal {
+    const ac = new AbortController();
+    const res = this.res;
+    if (this.req.socket.destroyed) ac.abort();
+    else res.once('close', () => {
+      if (!res.writableFinished) ac.abort();
+    });
+    return ac.signal;
+  }
+}
+
+/** The guard's completion for every request: keeps the result, or hands it to the waiting promise. */
+function complete(result: GuardResult, facts: NodeFacts): void {
+  if (facts.settle === undefined) facts.result = result;
+  else facts.settle(result);
+}
+
+/** `applyResult`, with anything it throws as a rejected promise. */
+function applied(result: GuardResult, req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
+  try {
+    return applyResult(result, req, res);
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
 }
 
 /**
@@ -147,29 +183,18 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
 export function createGuard(limiter: Limiter, options?: NodeGuardOptions): NodeGuard {
   const guard = new HttpGuard<IncomingMessage>(limiter, options);
   const now = (req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> => {
-    // Set by `done` when the decision comes at once; otherwise `settle` takes it later.
-    let decided: GuardResult | undefined;
-    let settle: ((result: GuardResult) => void) | undefined;
-    const done = (result: GuardResult): void => {
-      if (settle === undefined) decided = result;
-      else settle(result);
-    };
-    let chosen: Limiter | false | undefined;
+    let chosen: Limiter | false;
     try {
       chosen = guard.select(req);
     } catch (error) {
-      void guard.fail(error, req).then(done);
+      return guard.fail(error, req).then((result) => applyResult(result, req, res));
     }
-    if (chosen !== undefined) guard.decide(nodeFacts(req, res, chosen !== false && guard.needsBody(chosen)), chosen, done);
-    if (decided !== undefined) {
-      try {
-        return applyResult(decided, req, res);
-      } catch (error) {
-        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-      }
-    }
+    const facts = new NodeFacts(req, res, chosen !== false && guard.needsBody(chosen));
+    guard.decide(facts, chosen, complete);
+    const decided = facts.result;
+    if (decided !== undefined) return applied(decided, req, res);
     return new Promise<boolean>((resolve, reject) => {
-      settle = (result) => {
+      facts.settle = (result) => {
         try {
           resolve(applyResult(result, req, res));
         } catch (error) {
