@@ -1,6 +1,6 @@
-// Measures one HTTP server of http-server.js: a fresh server process on
-// 127.0.0.1, a 1 s warm-up run of the load generator, a measured run, and the
-// server's own CPU time over the measured run (reported over IPC). Used by
+// Measures HTTP servers of http-server.js: a server process on 127.0.0.1,
+// warmed by a 1 s run of the load generator, then measured runs, each with
+// the server's own CPU time over the run (reported over IPC). Used by
 // run-http.js.
 //
 // Load generator: wrk (C, one thread, 50 keep-alive connections: closed loop,
@@ -82,27 +82,36 @@ async function load(port, seconds, measured) {
 }
 
 /**
- * One measurement of `framework`/`variant` (see http-server.js); `env`: extra
- * environment of the server process. Resolves { perSec, p50Ms, p99Ms, ...,
- * serverCpuUsPerRequest, served, non2xx, errors }.
+ * Starts one server of http-server.js (`framework`/`variant`) in its own
+ * process and warms it with a 1 s run of the load generator. Resolves
+ * { measure(seconds), stop() }: `measure` runs the load generator once and
+ * resolves { perSec, p50Ms, p99Ms, ..., serverCpuUs, serverCpuUsPerRequest,
+ * served, serverCpuShare }, with the server's own CPU time over that run;
+ * `stop` ends the process. `env`: extra environment of the server process.
  */
-export async function measureServer(framework, variant, { measureS = 3, env = {} } = {}) {
+export async function startServer(framework, variant, { env = {} } = {}) {
   const child = fork(serverFile, [framework, variant], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, ...env } });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  try {
-    const { port } = await Promise.race([request(child, undefined, 'port'), exited.then(() => Promise.reject(new Error(`server ${framework}/${variant} exited: ${stderr}`)))]);
-    await load(port, 1, false);
-    await request(child, 'mark', 'marked');
-    const res = await load(port, measureS, true);
-    const srv = await request(child, 'report', 'cpuUs');
-    return { ...res, serverCpuUsPerRequest: srv.cpuUs / srv.served, served: srv.served, serverCpuShare: srv.cpuUs / 1000 / srv.ms, rssMiB: srv.rssMiB };
-  } finally {
+  const stop = async () => {
     if (child.connected) child.disconnect();
     const t = setTimeout(() => child.kill('SIGKILL'), 5000);
     await exited;
     clearTimeout(t);
+  };
+  try {
+    const { port } = await Promise.race([request(child, undefined, 'port'), exited.then(() => Promise.reject(new Error(`server ${framework}/${variant} exited: ${stderr}`)))]);
+    await load(port, 1, false);
+    const measure = async (seconds) => {
+      await request(child, 'mark', 'marked');
+      const res = await load(port, seconds, true);
+      const srv = await request(child, 'report', 'cpuUs');
+      return { ...res, serverCpuUs: srv.cpuUs, serverCpuUsPerRequest: srv.cpuUs / srv.served, served: srv.served, serverCpuShare: srv.cpuUs / 1000 / srv.ms, rssMiB: srv.rssMiB };
+    };
+    return { measure, stop };
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }
-
