@@ -80,13 +80,17 @@ const builders = {
     }
     const { createGuard } = await load('adapters/node/index.js');
     const guard = createGuard(await limiter(), rcOptions());
-    return http.createServer(async (req, res) => {
-      served++;
-      // guard.now: a boolean when decided at once (memory store), so no await on the common path.
-      const ok = guard.now(req, res);
-      if (ok === false || (ok !== true && !(await ok))) return;
+    const serve = (res) => {
       res.setHeader('content-type', 'text/plain');
       res.end('ok');
+    };
+    // guard.now: a boolean when decided at once (memory store), else a promise; the handler stays
+    // synchronous like the bare one (docs/adapters/node.md), awaiting only when there is something to wait for.
+    return http.createServer((req, res) => {
+      served++;
+      const ok = guard.now(req, res);
+      if (ok === true) serve(res);
+      else if (ok !== false) void ok.then((go) => go && serve(res));
     });
   },
 
