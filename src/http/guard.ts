@@ -94,6 +94,11 @@ function assertLimiter(limiter: unknown, option: string): asserts limiter is Lim
   }
 }
 
+/** Something `HttpGuard.quick` caught: answer it with `fail` (a 503). */
+export class Unexpected {
+  constructor(readonly error: unknown) {}
+}
+
 /** No request headers (what the `ip` key reads when no proxy is trusted: nothing). */
 const NO_HEADERS: HeaderRecord = Object.freeze({});
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
@@ -165,6 +170,8 @@ export class HttpGuard<Req> {
   readonly #delay: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
   /** The default limiter's traits (other limiters' come from a WeakMap). */
   readonly #traits: Traits;
+  /** Whether `quick` may decide: see there. */
+  readonly #quick: boolean;
 
   constructor(limiter: Limiter, options: GuardOptions<Req> = {}) {
     assertLimiter(limiter, 'limiter');
@@ -183,7 +190,64 @@ export class HttpGuard<Req> {
     this.#errorRetryAfterMs = options.errorRetryAfter === undefined ? 1000 : parseDuration(options.errorRetryAfter, 'errorRetryAfter');
     this.#delay = options.delay ?? sleep;
     this.#options = options;
-    this.#traits = traits(limiter);
+    const t = traits(limiter);
+    this.#traits = t;
+    this.#quick =
+      options.limiterFor === undefined &&
+      options.identify === undefined &&
+      options.cost === undefined &&
+      options.readBody !== true &&
+      this.ip.trust.kind === 'none' &&
+      !t.body &&
+      !t.headers &&
+      !t.leases &&
+      !isAdvertising(false, this.response) &&
+      typeof limiter.checkSync === 'function';
+  }
+
+  /**
+   * The common case in one step, for adapters that have the socket address,
+   * method and URL at hand. It applies when the guard has no `limiterFor`,
+   * `identify`, `cost` or `readBody`, trusts no proxy, tells anonymous
+   * callers nothing, and its limiter reads no header or body, holds no
+   * leases and decides at once (an in-process store). Then it decides and
+   * returns the decision: when it is allowed with no delay the request simply
+   * goes on (nothing to add, nothing to release); any other decision is
+   * answered through `conclude`. Returns `undefined`, having decided nothing,
+   * when it does not apply (use `decide`), and an `Unexpected` if something
+   * was thrown (answer it with `fail`).
+   */
+  quick(remoteAddress: string | undefined, method: string | undefined, url: string | undefined): Decision | Unexpected | undefined {
+    if (!this.#quick) return undefined;
+    try {
+      return this.limiter.checkSync(this.#quickContext(remoteAddress, method, url));
+    } catch (error) {
+      return new Unexpected(error);
+    }
+  }
+
+  /** Answers a decision `quick` returned (a rejection, a queue-mode delay); calls `done` once, never throws. */
+  conclude<F extends RequestFacts<Req>>(decision: Decision, facts: F, done: (result: GuardResult, facts: F) => void): void {
+    let ctx: RequestContext;
+    try {
+      ctx = this.#quickContext(facts.remoteAddress, facts.method, facts.url);
+    } catch (error) {
+      this.#failTo(error, facts, decision, done);
+      return;
+    }
+    this.#finish(decision, this.limiter, ctx, facts, done);
+  }
+
+  #quickContext(remoteAddress: string | undefined, method: string | undefined, url: string | undefined): RequestContext {
+    return {
+      ip: resolveClientIp(remoteAddress, NO_HEADERS, this.ip) ?? UNKNOWN_IP,
+      principal: undefined,
+      method,
+      path: path(url),
+      headers: undefined,
+      query: this.#traits.query ? query(url) : undefined,
+      body: undefined,
+    };
   }
 
   #traitsOf(limiter: Limiter): Traits {

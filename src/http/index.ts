@@ -7,6 +7,6 @@ export { clientAddress, ipKey, resolveClientIp, resolveIpOptions, type IpOptions
 export { parseIp, formatIp, maskIp, parseCidr, cidrContains, type IpAddress, type Cidr } from './ip-address.js';
 export { parseForwarded, parseXForwardedFor, stripPort, type HeaderRecord } from './forwarded.js';
 export { readNodeBody, readWebBody, parseJsonBody, declaredLength, isJsonOrUntyped, DEFAULT_MAX_BODY_BYTES, type BodyRead } from './body.js';
-export { HttpGuard, usesBody, UNKNOWN_IP, type GuardOptions, type GuardResult, type RequestFacts } from './guard.js';
+export { HttpGuard, Unexpected, usesBody, UNKNOWN_IP, type GuardOptions, type GuardResult, type RequestFacts } from './guard.js';
 export { releaseOnce } from './release.js';
 export { sleep } from './sleep.js';

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { readNodeBody, type BodyRead } from '../../http/body.js';
-import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import { parseJsonBody } from '../../http/body.js';
 import { peerAddress } from '../../http/peer.js';
 import { releaseOnce } from '../../http/release.js';
@@ -124,13 +124,28 @@ function complete(result: GuardResult, facts: NodeFacts): void {
   else facts.settle(result);
 }
 
-/** `applyResult`, with anything it throws as a rejected promise. */
-function applied(result: GuardResult, req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
-  try {
-    return applyResult(result, req, res);
-  } catch (error) {
-    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+/**
+ * After `decide` or `conclude`: applies the result if it came at once, else
+ * a promise of it. Anything `applyResult` throws becomes a rejection.
+ */
+function settled(facts: NodeFacts, req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
+  const decided = facts.result;
+  if (decided !== undefined) {
+    try {
+      return applyResult(decided, req, res);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
   }
+  return new Promise<boolean>((resolve, reject) => {
+    facts.settle = (result) => {
+      try {
+        resolve(applyResult(result, req, res));
+      } catch (error) {
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    };
+  });
 }
 
 /**
@@ -183,6 +198,18 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
 export function createGuard(limiter: Limiter, options?: NodeGuardOptions): NodeGuard {
   const guard = new HttpGuard<IncomingMessage>(limiter, options);
   const now = (req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> => {
+    const quick = guard.quick(peerAddress(req.socket), req.method, req.url);
+    if (quick !== undefined) {
+      if (quick instanceof Unexpected) return guard.fail(quick.error, req).then((result) => applyResult(result, req, res));
+      if (quick.allowed && quick.delayMs <= 0) {
+        // Nothing to tell the caller and nothing to release: record the decision and go on.
+        (req as WithDecision)[DECISION] = quick;
+        return true;
+      }
+      const facts = new NodeFacts(req, res, false);
+      guard.conclude(quick, facts, complete);
+      return settled(facts, req, res);
+    }
     let chosen: Limiter | false;
     try {
       chosen = guard.select(req);
@@ -191,17 +218,7 @@ export function createGuard(limiter: Limiter, options?: NodeGuardOptions): NodeG
     }
     const facts = new NodeFacts(req, res, chosen !== false && guard.needsBody(chosen));
     guard.decide(facts, chosen, complete);
-    const decided = facts.result;
-    if (decided !== undefined) return applied(decided, req, res);
-    return new Promise<boolean>((resolve, reject) => {
-      facts.settle = (result) => {
-        try {
-          resolve(applyResult(result, req, res));
-        } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-        }
-      };
-    });
+    return settled(facts, req, res);
   };
   const run = (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const r = now(req, res);
