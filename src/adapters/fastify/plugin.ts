@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
-import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import type { HttpResponse } from '../../http/respond.js';
 import { peerAddress } from '../../http/peer.js';
 import { releaseOnce } from '../../http/release.js';
@@ -133,6 +133,24 @@ const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Pro
     if (l === false) {
       done();
       return;
+    }
+    if (l === guard.limiter) {
+      // The common case in one step (no hooks, no header or body reads, nothing to advertise or release).
+      const raw = request.raw;
+      const quick = guard.quick(peerAddress(raw.socket), raw.method, raw.url);
+      if (quick instanceof Unexpected) {
+        void guard.fail(quick.error, request).then((result) => {
+          if (result.kind === 'respond') send(reply, result.response);
+        });
+        return;
+      }
+      if (quick !== undefined) {
+        if (quick.allowed && quick.delayMs <= 0) {
+          request.rateLimit = quick;
+          done();
+        } else guard.conclude(quick, new FastifyFacts(request, reply, done, false), finish);
+        return;
+      }
     }
     if (guard.needsBody(l)) {
       bodyKeyed = true;
