@@ -3,7 +3,7 @@ import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { isJsonOrUntyped, parseJsonBody, readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
-import { peerAddress } from '../../http/peer.js';
+import { connectionSignal, peerAddress } from '../../http/node-connection.js';
 import { releaseOnce } from '../../http/release.js';
 
 declare global {
@@ -38,14 +38,7 @@ function facts(req: Request, res: Response, readBody: boolean): RequestFacts<Req
             return read;
           }
         : undefined,
-    signal: () => {
-      const ac = new AbortController();
-      if (req.socket.destroyed) ac.abort();
-      else res.once('close', () => {
-        if (!res.writableFinished) ac.abort();
-      });
-      return ac.signal;
-    },
+    signal: () => connectionSignal(req.socket, res),
   };
 }
 

@@ -3,7 +3,7 @@ import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import type { HttpResponse } from '../../http/respond.js';
-import { peerAddress } from '../../http/peer.js';
+import { connectionSignal, peerAddress } from '../../http/node-connection.js';
 import { releaseOnce } from '../../http/release.js';
 
 /** Per-route choice, in the route's `config.rateLimit`: another limiter, or `false` for none. */
@@ -60,13 +60,7 @@ class FastifyFacts implements RequestFacts<FastifyRequest> {
 
   /** The client connection's abort signal (queue-mode waits only). */
   signal(): AbortSignal {
-    const ac = new AbortController();
-    const res = this.reply.raw;
-    if (this.req.raw.socket.destroyed) ac.abort();
-    else res.once('close', () => {
-      if (!res.writableFinished) ac.abort();
-    });
-    return ac.signal;
+    return connectionSignal(this.req.raw.socket, this.reply.raw);
   }
 }
 

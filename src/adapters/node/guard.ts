@@ -4,7 +4,7 @@ import type { Decision } from '../../core/types.js';
 import { readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import { parseJsonBody } from '../../http/body.js';
-import { peerAddress } from '../../http/peer.js';
+import { connectionSignal, peerAddress } from '../../http/node-connection.js';
 import { releaseOnce } from '../../http/release.js';
 import type { HttpResponse } from '../../http/respond.js';
 
@@ -108,13 +108,7 @@ class NodeFacts implements RequestFacts<IncomingMessage> {
 
   /** The client connection's abort signal (queue-mode waits only). */
   signal(): AbortSignal {
-    const ac = new AbortController();
-    const res = this.res;
-    if (this.req.socket.destroyed) ac.abort();
-    else res.once('close', () => {
-      if (!res.writableFinished) ac.abort();
-    });
-    return ac.signal;
+    return connectionSignal(this.req.socket, this.res);
   }
 }
 

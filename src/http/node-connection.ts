@@ -1,3 +1,5 @@
+/** Helpers for node sockets and responses, shared by the node:http, Express and Fastify adapters. */
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** Where a socket's peer address is kept once read (not enumerable by `Object.keys` or `JSON.stringify`). */
@@ -27,4 +29,18 @@ export function peerAddress(socket: Socket): string | undefined {
     }
   }
   return address;
+}
+
+/**
+ * An abort signal for a node:http exchange: aborted now if the socket is
+ * already destroyed, or when the response closes before it finished (the
+ * client left). For the queue-mode wait.
+ */
+export function connectionSignal(socket: Socket, res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  if (socket.destroyed) ac.abort();
+  else res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
 }

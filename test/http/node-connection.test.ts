@@ -1,7 +1,7 @@
 import { Agent, createServer, get, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { peerAddress } from '../../src/http/peer.js';
+import { peerAddress } from '../../src/http/node-connection.js';
 
 /** A stand-in with a counting `remoteAddress` getter (what a node socket exposes). */
 function countingSocket(values: Array<string | undefined>): { socket: Socket; reads: () => number } {
