@@ -281,6 +281,27 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
       expect((await raw(app.url, '/hello')).status).toBe(429);
     });
 
+    it('ends the queue-mode wait when the client leaves (the connection signal aborts)', async () => {
+      let waiting: (() => void) | undefined;
+      const waitStarted = new Promise<void>((resolve) => (waiting = resolve));
+      const signals: Array<AbortSignal | undefined> = [];
+      const { app } = await start([{ name: 'paced', purpose: 'shedding', algorithm: 'leaky-bucket', mode: 'queue', limit: 1, window: '2s', burst: 2, key: 'ip' }], {
+        // Waits for the connection's signal only (bounded by the test's timeout otherwise).
+        delay: (_ms, signal) => {
+          signals.push(signal);
+          waiting?.();
+          return new Promise<void>((resolve) => {
+            if (signal === undefined || signal.aborted) resolve();
+            else signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+        },
+      });
+      expect((await raw(app.url, '/hello')).status).toBe(200); // no wait
+      await abortAfterStart(app.url, '/hello', waitStarted); // waits, then the client leaves
+      await eventually(() => Promise.resolve(signals[0]?.aborted === true));
+      expect(signals).toHaveLength(1);
+    });
+
     describe('concurrency leases are released exactly once', () => {
       const inFlight: LimitDefinition = { name: 'in-flight', purpose: 'shedding', algorithm: 'concurrency', limit: 1, window: '1m', key: 'ip', status: 429 };
       const admitted = async (url: string): Promise<boolean> => (await raw(url, '/hello')).status === 200;
