@@ -15,7 +15,11 @@ export type ErrorCode =
   | 'RC_UNKNOWN_STORE'
   | 'RC_FAIL_OPEN_UNACKNOWLEDGED'
   | 'RC_INVALID_COST'
-  | 'RC_STORE_FAILURE';
+  | 'RC_STORE_FAILURE'
+  | 'RC_STORE_TIMEOUT'
+  | 'RC_BREAKER_OPEN'
+  | 'RC_STORE_BUSY'
+  | 'RC_STORE_NOT_READY';
 
 /** Base class of every error ratecontract throws. `code` is stable; `cause` is chained. */
 export class RateContractError extends Error {
