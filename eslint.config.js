@@ -1,6 +1,26 @@
 // @ts-check
 import tseslint from 'typescript-eslint';
 
+/** A layer may not import from the layers named in `above` (a folder of src/). */
+function layer(files, above) {
+  return [
+    {
+      files: [files],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: above.map((dir) => ({
+              group: [`**/${dir}/**`, `../${dir}/*`, `../../${dir}/*`],
+              message: `layers run algorithms <- core <- stores <- http <- adapters <- cli: this layer may not import from src/${dir}/ (see docs/api.md, Layers).`,
+            })),
+          },
+        ],
+      },
+    },
+  ];
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'bench/**', 'node_modules/**', 'coverage/**', 'examples/**'] },
   ...tseslint.configs.recommendedTypeChecked,
@@ -22,6 +42,13 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Named exports only.' }],
     },
   },
+  // Layers: algorithms <- core <- stores <- http <- adapters, with cli on top. The composition root
+  // (src/index.ts, src/limiter.ts) wires core to the memory store. An import against the direction fails lint.
+  ...layer('src/algorithms/**/*.ts', ['core', 'stores', 'http', 'adapters', 'cli', 'testing']),
+  ...layer('src/core/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing']),
+  ...layer('src/stores/**/*.ts', ['http', 'adapters', 'cli', 'testing']),
+  ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
+  ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
   {
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,

@@ -1,4 +1,5 @@
-export { createLimiter, type Limiter, type LimiterOptions } from './core/limiter.js';
+export { createLimiter } from './limiter.js';
+export type { Limiter, LimiterOptions } from './core/limiter.js';
 export { memoryStore, MemoryStore, type MemoryStoreOptions } from './stores/memory/index.js';
 export { systemClock, ManualClock, type Clock } from './core/clock.js';
 export { parseDuration, formatDuration, type Duration } from './core/duration.js';

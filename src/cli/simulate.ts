@@ -2,7 +2,7 @@ import { algorithms } from '../algorithms/registry.js';
 import type { AlgorithmName, AlgorithmParams } from '../algorithms/types.js';
 import { ManualClock } from '../core/clock.js';
 import { formatDuration, parseDuration } from '../core/duration.js';
-import { createLimiter } from '../core/limiter.js';
+import { createLimiter } from '../limiter.js';
 import type { Decision } from '../core/types.js';
 import { memoryStore } from '../stores/memory/memory-store.js';
 

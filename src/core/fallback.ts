@@ -1,6 +1,5 @@
-import { MemoryStore } from '../stores/memory/memory-store.js';
 import { failClosedChannel, fallbackChannel } from './events.js';
-import type { StoreOp, StoreOpResult } from './store.js';
+import type { StoreOp, StoreOpResult, SyncStore } from './store.js';
 import type { CompiledLimit, OnError } from './types.js';
 
 /** Which limits of a chain were decided by their fail mode, and how. */
@@ -16,13 +15,15 @@ export interface FailModeOutcome {
  * the local stand-in of each limit (N for `closed`, ceil(N/k) for `degraded`).
  */
 export class LocalFallback {
-  readonly store = new MemoryStore({ maxKeys: 100_000 });
+  /** The process-local store the fail modes decide on (bounded: see `LimiterOptions.fallbackMaxKeys`). */
+  readonly store: SyncStore;
   /** k, the replica count `degraded` limits divide by. */
   replicas: number;
   readonly #limits = new Map<string, CompiledLimit>();
   readonly #failClosedRetryAfterMs: number;
 
-  constructor(replicas: number, failClosedRetryAfterMs: number) {
+  constructor(store: SyncStore, replicas: number, failClosedRetryAfterMs: number) {
+    this.store = store;
     this.replicas = replicas;
     this.#failClosedRetryAfterMs = failClosedRetryAfterMs;
   }

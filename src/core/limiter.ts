@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { figures } from '../algorithms/types.js';
-import { MemoryStore } from '../stores/memory/memory-store.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
@@ -8,8 +7,8 @@ import { decisionChannel, keyErrorChannel, replicasChannel, storeErrorChannel, t
 import { LocalFallback } from './fallback.js';
 import { failureReason, StoreGuard, StoreTimeoutError, type StoreHealth } from './guard.js';
 import { boundKey } from './keys.js';
-import { CheckDecision, SingleDecision, type Lease } from './decision.js';
-import { isSyncStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
+import { CheckDecision, type Lease } from './decision.js';
+import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
 /** Options of `createLimiter`. */
@@ -34,6 +33,37 @@ export interface LimiterOptions {
   readonly heartbeatMs?: number | undefined;
   /** `closed` limits past their grace period answer 503 with this Retry-After. Default 1000 ms. */
   readonly failClosedRetryAfterMs?: number | undefined;
+  /**
+   * Most keys the process-local fallback (the fail modes' local limiter)
+   * holds; beyond it keys share conservative overflow slots, as in the
+   * memory store. Default 100,000.
+   */
+  readonly fallbackMaxKeys?: number | undefined;
+}
+
+/** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
+export interface LocalStores {
+  /** The default store when `options.store` is omitted. */
+  newStore(): Store;
+  /** The fail modes' local store, holding at most `maxKeys` keys. */
+  newFallbackStore(maxKeys: number): SyncStore;
+}
+
+const OPTION_NAMES = new Set(['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys']);
+
+/** Raw keys of a decision, attached only when `check` is asked for them (`WANT_KEYS`): for partition keys in headers. */
+export const DECISION_KEYS: unique symbol = Symbol('ratecontract.decisionKeys');
+/** A `CheckOptions` flag (internal to the HTTP layer): attach each limit's raw key to the decision under `DECISION_KEYS`. */
+export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
+
+/** `CheckOptions` with the HTTP layer's internal flag. */
+interface InternalCheckOptions extends CheckOptions {
+  readonly [WANT_KEYS]?: boolean | undefined;
+}
+
+/** The raw key each limit used (`undefined`: no key, or the key function threw), if `check` was asked for them. */
+export function decisionKeys(decision: Decision): ReadonlyArray<string | undefined> | undefined {
+  return (decision as { [DECISION_KEYS]?: ReadonlyArray<string | undefined> })[DECISION_KEYS];
 }
 
 /** A limiter: checks requests against a chain of limits. Never throws on a store failure. */
@@ -65,6 +95,8 @@ export interface Limiter {
 }
 
 const KEY_ERROR = '\u0000key-error';
+/** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
+const NO_OPS: ReadonlyArray<StoreOp | undefined> = Object.freeze([undefined]);
 
 interface Group {
   readonly store: Store;
@@ -79,8 +111,13 @@ class ChainLimiter implements Limiter {
   readonly #clock: Clock;
   readonly #groups: readonly Group[];
   readonly #single: Group | undefined;
-  /** One limit on a memory store, not concurrency: decided without building a chain. */
-  readonly #fast: { readonly limit: CompiledLimit; readonly store: MemoryStore } | undefined;
+  /** One limit on a store that decides single ops, not concurrency: decided without building a chain. */
+  readonly #fast: { readonly limit: CompiledLimit; readonly store: SingleOpStore; readonly group: Group } | undefined;
+  /** The fast path's scratch: one store result and the results array `#decide` reads (synchronous, so one each is enough). */
+  readonly #scratch: { allowed: boolean; consumed: boolean; remaining: number; resetMs: number; retryAfterMs: number; delayMs: number } = {
+    allowed: false, consumed: false, remaining: 0, resetMs: 0, retryAfterMs: 0, delayMs: 0,
+  };
+  readonly #scratchResults: Array<StoreOpResult | undefined> = [undefined];
   /** The fast path's scratch figures: filled by the store, copied into the decision at once. */
   readonly #figures = figures();
   readonly #fallback: LocalFallback;
@@ -89,8 +126,11 @@ class ChainLimiter implements Limiter {
   readonly #hasConcurrency: boolean;
   #leaseCounter = 0;
 
-  constructor(options: LimiterOptions) {
+  constructor(options: LimiterOptions, local: LocalStores) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
+    for (const key of Object.keys(options)) {
+      if (!OPTION_NAMES.has(key)) throw new ConfigError('RC_INVALID_OPTION', key, `unknown option of createLimiter (known: ${[...OPTION_NAMES].join(', ')})`);
+    }
     const stores = options.stores ?? {};
     this.limits = compileLimits(options.limits, new Set(Object.keys(stores)));
     this.#clock = options.clock ?? systemClock;
@@ -103,8 +143,12 @@ class ChainLimiter implements Limiter {
     if (!Number.isSafeInteger(failClosedRetryAfterMs) || failClosedRetryAfterMs < 1) {
       throw new ConfigError('RC_INVALID_OPTION', 'failClosedRetryAfterMs', `must be a positive integer, got ${String(failClosedRetryAfterMs)}`);
     }
-    this.#fallback = new LocalFallback(k, failClosedRetryAfterMs);
-    const defaultStore = options.store ?? new MemoryStore();
+    const fallbackMaxKeys = options.fallbackMaxKeys ?? 100_000;
+    if (!Number.isSafeInteger(fallbackMaxKeys) || fallbackMaxKeys < 1) {
+      throw new ConfigError('RC_INVALID_OPTION', 'fallbackMaxKeys', `must be a positive integer, got ${String(fallbackMaxKeys)}`);
+    }
+    this.#fallback = new LocalFallback(local.newFallbackStore(fallbackMaxKeys), k, failClosedRetryAfterMs);
+    const defaultStore = options.store ?? local.newStore();
     const groups = new Map<string, { store: Store; name: string; indexes: number[]; guard: StoreGuard; sync: boolean }>();
     this.limits.forEach((l, i) => {
       const name = l.storeName ?? '(default)';
@@ -120,8 +164,8 @@ class ChainLimiter implements Limiter {
     this.#groups = [...groups.values()];
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
     const only = this.limits.length === 1 ? this.limits[0] : undefined;
-    const onlyStore = this.#single?.store;
-    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && onlyStore instanceof MemoryStore ? { limit: only, store: onlyStore } : undefined;
+    const single = this.#single;
+    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
     this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
   }
 
@@ -167,82 +211,86 @@ class ChainLimiter implements Limiter {
   }
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
-    const fast = this.#fast;
-    if (fast !== undefined) {
-      const decision = this.#checkFast(fast.limit, fast.store, ctx, options);
-      if (decision !== undefined) return Promise.resolve(decision);
+    try {
+      const fast = this.#fast;
+      if (fast !== undefined) return Promise.resolve(this.#checkFast(fast, ctx, options));
+      const built = this.#build(ctx, options);
+      const single = this.#single;
+      if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built.ops, built.complete, built.now, built.keys));
+      return this.#checkAsync(built.ops, built.now, built.keys);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    return this.#checkChain(ctx, options);
   }
 
   checkSync(ctx: RequestContext, options?: CheckOptions): Decision | undefined {
     const fast = this.#fast;
-    if (fast !== undefined) {
-      const decision = this.#checkFast(fast.limit, fast.store, ctx, options);
-      if (decision !== undefined) return decision;
-    }
+    if (fast !== undefined) return this.#checkFast(fast, ctx, options);
     const single = this.#single;
     if (single?.sync !== true) return undefined;
     const built = this.#build(ctx, options);
-    return this.#decideSync(single, built.ops, built.complete, built.now);
+    return this.#decideSync(single, built.ops, built.complete, built.now, built.keys);
   }
 
-  /** The fast path; `undefined` hands the request to the general path (no key, or anything unusual). */
-  #checkFast(limit: CompiledLimit, store: MemoryStore, ctx: RequestContext, options: CheckOptions | undefined): Decision | undefined {
-    const cost = options?.cost ?? limit.cost;
-    if (!Number.isSafeInteger(cost) || cost < 1) return undefined;
-    let raw: string | undefined;
-    try {
-      raw = limit.key(ctx);
-    } catch {
-      return undefined;
-    }
-    if (raw === undefined) return undefined;
+  /**
+   * One limit on a store that decides single ops: the same decision, state
+   * change, breaker bookkeeping and events as the general path (`#decide`
+   * makes the decision on both), without building a chain. The key function
+   * runs once; anything unusual (no key, a throwing key, a store exception)
+   * is decided here too, never handed on to run again.
+   */
+  #checkFast(fast: { readonly limit: CompiledLimit; readonly store: SingleOpStore; readonly group: Group }, ctx: RequestContext, options: CheckOptions | undefined): Decision {
+    const limit = fast.limit;
+    const cost = options?.cost === undefined ? limit.cost : validCost(options.cost);
     const now = this.#clock.now();
+    const raw = this.#key(limit, ctx);
+    const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? [raw === KEY_ERROR ? undefined : raw] : undefined;
+    if (raw === undefined) return this.#decide(NO_OPS, [undefined], undefined, now, keys);
+    const key = boundKey(raw);
     const f = this.#figures;
-    let decision: SingleDecision;
     try {
-      store.decideOne(limit, boundKey(raw), cost, now, f);
-      decision = new SingleDecision(limit, f);
-    } catch {
-      return undefined;
+      fast.store.decideOne(limit, key, cost, now, f);
+    } catch (error) {
+      fast.group.guard.record(false, now);
+      return this.#failedSync(fast.group, [{ limit, key, cost, leaseId: undefined }], error, now, keys);
     }
-    if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
-    return decision;
+    fast.group.guard.record(true, now);
+    const r = this.#scratch;
+    r.allowed = f.allowed;
+    r.consumed = f.allowed && cost > 0;
+    r.remaining = f.remaining;
+    r.resetMs = f.resetMs;
+    r.retryAfterMs = f.allowed ? 0 : f.retryAfterMs;
+    r.delayMs = f.allowed ? f.delayMs : 0;
+    const results = this.#scratchResults;
+    results[0] = r;
+    // The ops are read only for leases, which the fast path never holds.
+    return this.#decide(NO_OPS, results, undefined, now, keys);
   }
 
-  #checkChain(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
-    let built: { ops: Array<StoreOp | undefined>; now: number; complete: boolean };
+  /** Runs a limit's key function once; a throwing one is reported and counted under a shared key. */
+  #key(limit: CompiledLimit, ctx: RequestContext): string | undefined {
     try {
-      built = this.#build(ctx, options);
+      return limit.key(ctx);
     } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
+      return KEY_ERROR;
     }
-    const single = this.#single;
-    if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built.ops, built.complete, built.now));
-    return this.#checkAsync(built.ops, built.now);
   }
 
   /** The ops of a check (one per limit; `undefined` where the key is absent). Throws `UsageError` on an invalid cost. */
-  #build(ctx: RequestContext, options: CheckOptions | undefined): { ops: Array<StoreOp | undefined>; now: number; complete: boolean } {
-    const costOverride = options?.cost;
-    if (costOverride !== undefined && (!Number.isSafeInteger(costOverride) || costOverride < 1)) {
-      throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(costOverride)}`);
-    }
+  #build(ctx: RequestContext, options: CheckOptions | undefined): { ops: Array<StoreOp | undefined>; now: number; complete: boolean; keys: Array<string | undefined> | undefined } {
+    const costOverride = options?.cost === undefined ? undefined : validCost(options.cost);
     const now = this.#clock.now();
     const limits = this.limits;
     const n = limits.length;
     const ops = new Array<StoreOp | undefined>(n);
+    const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? new Array<string | undefined>(n) : undefined;
     let complete = true;
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
-      let raw: string | undefined;
-      try {
-        raw = limit.key(ctx);
-      } catch (error) {
-        raw = KEY_ERROR;
-        if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
-      }
+      const raw = this.#key(limit, ctx);
+      if (keys !== undefined) keys[i] = raw === KEY_ERROR ? undefined : raw;
       if (raw === undefined) {
         complete = false;
         continue;
@@ -254,14 +302,13 @@ class ChainLimiter implements Limiter {
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };
     }
-    return { ops, now, complete };
+    return { ops, now, complete, keys };
   }
 
   /** Decides on the one in-process store of the chain: no promise per store call. */
-  #decideSync(single: Group, ops: Array<StoreOp | undefined>, complete: boolean, now: number): Decision {
+  #decideSync(single: Group, ops: Array<StoreOp | undefined>, complete: boolean, now: number, keys: ReadonlyArray<string | undefined> | undefined): Decision {
     const n = ops.length;
     let results: Array<StoreOpResult | undefined>;
-    let failed: boolean[] | undefined;
     const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
     try {
       const res = groupOps.length === 0 ? [] : (single.store as SyncStore).evaluateSync(groupOps, now);
@@ -274,14 +321,20 @@ class ChainLimiter implements Limiter {
       }
     } catch (error) {
       single.guard.record(false, now);
-      results = new Array<StoreOpResult | undefined>(n);
-      failed = new Array<boolean>(n).fill(false);
-      this.#markFailed(single, ops, error, failed);
+      return this.#failedSync(single, ops, error, now, keys);
     }
-    return this.#decide(ops, results, failed, now);
+    return this.#decide(ops, results, undefined, now, keys);
   }
 
-  async #checkAsync(ops: Array<StoreOp | undefined>, now: number): Promise<Decision> {
+  /** The decision when the chain's one in-process store threw: each limit's fail mode. */
+  #failedSync(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, now: number, keys: ReadonlyArray<string | undefined> | undefined): Decision {
+    const n = ops.length;
+    const failed = new Array<boolean>(n).fill(false);
+    this.#markFailed(group, ops, error, failed);
+    return this.#decide(ops, new Array<StoreOpResult | undefined>(n), failed, now, keys);
+  }
+
+  async #checkAsync(ops: Array<StoreOp | undefined>, now: number, keys: ReadonlyArray<string | undefined> | undefined): Promise<Decision> {
     const n = ops.length;
     const results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
@@ -290,7 +343,7 @@ class ChainLimiter implements Limiter {
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
     // timers the store needs to recover (a closed loop of instant fallbacks would otherwise never yield).
     if (failed.includes(true)) await new Promise<void>((resolve) => setImmediate(resolve));
-    const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now);
+    const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now, keys);
     if (!decision.allowed && this.#groups.length > 1) await this.#compensate(ops, results, decision.results, now);
     return decision;
   }
@@ -337,7 +390,14 @@ class ChainLimiter implements Limiter {
     if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.name, kind: group.store.kind, reason: failureReason(error), error, limits: names });
   }
 
-  #decide(ops: ReadonlyArray<StoreOp | undefined>, results: Array<StoreOpResult | undefined>, failed: readonly boolean[] | undefined, now: number): Decision {
+  /** The one place a decision is made from the stores' (or the fail modes') results, whatever path got them. */
+  #decide(
+    ops: ReadonlyArray<StoreOp | undefined>,
+    results: Array<StoreOpResult | undefined>,
+    failed: readonly boolean[] | undefined,
+    now: number,
+    keys: ReadonlyArray<string | undefined> | undefined,
+  ): Decision {
     const limits = this.limits;
     const n = limits.length;
     let failModes: ReadonlyArray<OnError | undefined> | undefined;
@@ -375,7 +435,8 @@ class ChainLimiter implements Limiter {
           deciding ??= limit;
           if (r.retryAfterMs > retryAfterMs) retryAfterMs = r.retryAfterMs;
         }
-      } else if (r.delayMs > delayMs) {
+      } else if (r.delayMs > delayMs && !limit.shadow) {
+        // A shadow limit never enforces anything, a queue delay included.
         delayMs = r.delayMs;
       }
       if (r.consumed && limit.algorithm === 'concurrency' && this.#hasConcurrency) {
@@ -405,6 +466,7 @@ class ChainLimiter implements Limiter {
       outcome = shadowRejected ? 'shadow-rejected' : 'allowed';
     }
     const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases);
+    if (keys !== undefined) Object.defineProperty(decision, DECISION_KEYS, { value: keys });
     if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
     return decision;
   }
@@ -446,10 +508,17 @@ class ChainLimiter implements Limiter {
   }
 }
 
+function validCost(cost: number): number {
+  if (!Number.isSafeInteger(cost) || cost < 1) throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(cost)}`);
+  return cost;
+}
+
 /**
- * Creates a limiter from a chain of limit definitions. Throws `ConfigError`
- * (with a stable `code` and the option's path) on any invalid definition.
+ * Builds a limiter over the in-process stores `local` supplies (core builds
+ * no store itself). Throws `ConfigError` (with a stable `code` and the
+ * option's path) on any invalid option or definition. `createLimiter` in
+ * the package root is this with the memory store.
  */
-export function createLimiter(options: LimiterOptions): Limiter {
-  return new ChainLimiter(options);
+export function buildLimiter(options: LimiterOptions, local: LocalStores): Limiter {
+  return new ChainLimiter(options, local);
 }

@@ -1,4 +1,5 @@
 import type { BreakerOptions } from './guard.js';
+import type { Figures } from '../algorithms/types.js';
 import type { CompiledLimit } from './types.js';
 
 /** One limit's part of a chain, as a store sees it. */
@@ -72,6 +73,23 @@ export interface Store {
 /** A store that can also decide synchronously (in-process stores). The limiter uses it to skip a promise per check. */
 export interface SyncStore extends Store {
   evaluateSync(ops: readonly StoreOp[], now: number): readonly StoreOpResult[];
+}
+
+/**
+ * A synchronous store that can decide a chain of exactly one op without
+ * building it: writes the algorithm's figures into `out` (alone in its
+ * chain, an op that admits is consumed when its cost is above 0). The
+ * limiter's single-limit path uses it; its decisions are the same as
+ * `evaluateSync` with one op (the memory store's conformance suite holds
+ * both to that).
+ */
+export interface SingleOpStore extends SyncStore {
+  decideOne(limit: CompiledLimit, key: string, cost: number, now: number, out: Figures): void;
+}
+
+/** Whether `store` decides single ops without building a chain. */
+export function isSingleOpStore(store: Store): store is SingleOpStore {
+  return isSyncStore(store) && typeof (store as Partial<SingleOpStore>).decideOne === 'function';
 }
 
 /** Whether `store` offers synchronous evaluation. */

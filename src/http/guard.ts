@@ -1,7 +1,7 @@
 import { parseDuration, type Duration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
-import type { Limiter } from '../core/limiter.js';
-import type { CompiledLimit, Decision, RequestContext } from '../core/types.js';
+import { decisionKeys, WANT_KEYS, type Limiter } from '../core/limiter.js';
+import type { CheckOptions, CompiledLimit, Decision, RequestContext } from '../core/types.js';
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, type BodyRead } from './body.js';
 import type { HeaderRecord } from './forwarded.js';
 import { resolveClientIp, resolveIpOptions, type IpOptions, type ResolvedIpOptions } from './ip.js';
@@ -228,14 +228,7 @@ export class HttpGuard<Req> {
 
   /** Answers a decision `quick` returned (a rejection, a queue-mode delay); calls `done` once, never throws. */
   conclude<F extends RequestFacts<Req>>(decision: Decision, facts: F, done: (result: GuardResult, facts: F) => void): void {
-    let ctx: RequestContext;
-    try {
-      ctx = this.#quickContext(facts.remoteAddress, facts.method, facts.url);
-    } catch (error) {
-      this.#failTo(error, facts, decision, done);
-      return;
-    }
-    this.#finish(decision, this.limiter, ctx, facts, done);
+    this.#finish(decision, this.limiter, facts, done);
   }
 
   #quickContext(remoteAddress: string | undefined, method: string | undefined, url: string | undefined): RequestContext {
@@ -313,8 +306,7 @@ export class HttpGuard<Req> {
           return;
         }
         ctx = this.#context(facts, limiter, undefined, needsBody ? facts.parsedBody?.value : undefined);
-        const cost = this.#options.cost?.(facts.req);
-        const options = cost === undefined ? undefined : { cost };
+        const options = this.#checkOptions(facts.req, false);
         // An in-process store decides at once: no promise to wait on.
         decided = typeof limiter.checkSync === 'function' ? limiter.checkSync(ctx, options) : undefined;
         if (decided === undefined) check = limiter.check(ctx, options);
@@ -329,20 +321,20 @@ export class HttpGuard<Req> {
     }
     const chosenLimiter = limiter;
     if (decided !== undefined) {
-      this.#finish(decided, chosenLimiter, ctx!, facts, done);
+      this.#finish(decided, chosenLimiter, facts, done);
       return;
     }
     (check as Promise<Decision>).then(
-      (decision) => this.#finish(decision, chosenLimiter, ctx, facts, done),
+      (decision) => this.#finish(decision, chosenLimiter, facts, done),
       (error: unknown) => this.#failTo(error, facts, undefined, done),
     );
   }
 
   /** Maps a decision and hands the result to `done`. */
-  #finish<F extends RequestFacts<Req>>(decision: Decision, limiter: Limiter, ctx: RequestContext, facts: F, done: (result: GuardResult, facts: F) => void): void {
+  #finish<F extends RequestFacts<Req>>(decision: Decision, limiter: Limiter, facts: F, done: (result: GuardResult, facts: F) => void): void {
     let result: GuardResult | Promise<GuardResult>;
     try {
-      result = this.#settle(decision, limiter, ctx, undefined, facts);
+      result = this.#settle(decision, limiter, undefined, facts);
     } catch (error) {
       this.#failTo(error, facts, decision, done);
       return;
@@ -375,9 +367,8 @@ export class HttpGuard<Req> {
         }
       }
       const ctx = this.#context(facts, limiter, principal, body);
-      const cost = this.#options.cost?.(facts.req);
-      decision = await limiter.check(ctx, cost === undefined ? undefined : { cost });
-      return await this.#settle(decision, limiter, ctx, principal, facts);
+      decision = await limiter.check(ctx, this.#checkOptions(facts.req, principal !== undefined));
+      return await this.#settle(decision, limiter, principal, facts);
     } catch (error) {
       return this.fail(error, facts.req, decision);
     }
@@ -405,24 +396,28 @@ export class HttpGuard<Req> {
     };
   }
 
+  /**
+   * The check's options: the request's cost, and whether the decision must
+   * carry each limit's key (for partition keys in the fields this caller is
+   * told), so no key function runs a second time.
+   */
+  #checkOptions(req: Req, authenticated: boolean): CheckOptions | undefined {
+    const cost = this.#options.cost?.(req);
+    const keys = this.response.partitionKeys && isAdvertising(authenticated, this.response);
+    if (!keys) return cost === undefined ? undefined : { cost };
+    return cost === undefined ? ({ [WANT_KEYS]: true } as CheckOptions) : ({ cost, [WANT_KEYS]: true } as CheckOptions);
+  }
+
   /** Maps the decision; a promise only when something is left to wait for (releasing a rejection, the queue-mode delay). */
-  #settle(decision: Decision, limiter: Limiter, ctx: RequestContext, principal: string | undefined, facts: RequestFacts<Req>): GuardResult | Promise<GuardResult> {
+  #settle(decision: Decision, limiter: Limiter, principal: string | undefined, facts: RequestFacts<Req>): GuardResult | Promise<GuardResult> {
     const authenticated = principal !== undefined;
     const advertising = isAdvertising(authenticated, this.response);
     if (decision.allowed && decision.delayMs <= 0 && !advertising) {
       // Nothing to tell this caller: the common case, without building a response.
       return { kind: 'proceed', decision, headers: NO_FIELDS, leases: this.#traitsOf(limiter).leases };
     }
-    const keyOf =
-      this.response.partitionKeys && advertising
-        ? (l: CompiledLimit): string | undefined => {
-            try {
-              return l.key(ctx);
-            } catch {
-              return undefined;
-            }
-          }
-        : undefined;
+    const keys = this.response.partitionKeys && advertising ? decisionKeys(decision) : undefined;
+    const keyOf = keys === undefined ? undefined : (l: CompiledLimit): string | undefined => keys[limiter.limits.indexOf(l)];
     const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
     if (!decision.allowed) return this.#reject(decision, mapped);
     if (decision.delayMs > 0) return this.#wait(decision, mapped, limiter, facts);
