@@ -13,6 +13,7 @@ export type {
   CheckOptions,
   CompiledLimit,
   Decision,
+  BuiltinKey,
   KeyFunction,
   KeySpec,
   LimitDefinition,

@@ -11,10 +11,10 @@ import { CheckDecision, type Lease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
-/** Options of `createLimiter`. */
-export interface LimiterOptions {
+/** Options of `createLimiter`. `Ctx` is the request context your key functions and `check()` take. */
+export interface LimiterOptions<Ctx = RequestContext> {
   /** The chain, most specific first (recipient, account, tenant, IP, global). */
-  readonly limits: readonly LimitDefinition[];
+  readonly limits: readonly LimitDefinition<Ctx>[];
   /** The default store. Default: a new `memoryStore()`. */
   readonly store?: Store | undefined;
   /** Named stores (failure domains) that limits select with `store: '<name>'`. */
@@ -66,11 +66,11 @@ export function decisionKeys(decision: Decision): ReadonlyArray<string | undefin
   return (decision as { [DECISION_KEYS]?: ReadonlyArray<string | undefined> })[DECISION_KEYS];
 }
 
-/** A limiter: checks requests against a chain of limits. Never throws on a store failure. */
-export interface Limiter {
+/** A limiter: checks requests (of context type `Ctx`) against a chain of limits. Never throws on a store failure. */
+export interface Limiter<Ctx = RequestContext> {
   readonly limits: readonly CompiledLimit[];
   /** Decides one request. Rejects only on programmer error (an invalid `cost`). */
-  check(ctx: RequestContext, options?: CheckOptions): Promise<Decision>;
+  check(ctx: Ctx, options?: CheckOptions): Promise<Decision>;
   /**
    * Decides one request at once when no store call can wait on I/O (every
    * limit on one in-process store, such as `memoryStore()`), with exactly
@@ -79,7 +79,7 @@ export interface Limiter {
    * store (call `check`). Throws `UsageError` on an invalid `cost`. For
    * adapters and hot loops that can skip a promise per request.
    */
-  checkSync(ctx: RequestContext, options?: CheckOptions): Decision | undefined;
+  checkSync(ctx: Ctx, options?: CheckOptions): Decision | undefined;
   /** The replica count k that `degraded` limits currently divide by. */
   readonly replicas: number;
   /** Circuit breaker state per store name (`'(default)'` for the default store). */
@@ -519,6 +519,7 @@ function validCost(cost: number): number {
  * option's path) on any invalid option or definition. `createLimiter` in
  * the package root is this with the memory store.
  */
-export function buildLimiter(options: LimiterOptions, local: LocalStores): Limiter {
-  return new ChainLimiter(options, local);
+export function buildLimiter<Ctx = RequestContext>(options: LimiterOptions<Ctx>, local: LocalStores): Limiter<Ctx> {
+  // Key functions take the caller's Ctx; at run time they get whatever check() was given, which is a Ctx.
+  return new ChainLimiter(options as unknown as LimiterOptions, local) as unknown as Limiter<Ctx>;
 }

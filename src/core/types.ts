@@ -12,7 +12,13 @@ export type Purpose = 'abuse' | 'shedding';
  */
 export type OnError = 'open' | 'degraded' | 'closed';
 
-/** The request as key extractors see it. Adapters build it; library users may pass their own. */
+/**
+ * The request as the built-in key specs see it (`'ip'`, `'principal'`,
+ * `'header.x'`, `'query.x'`, `'body.x'`). Adapters build it. Your own
+ * context type, with fields of your own, goes in `createLimiter<Ctx>()`:
+ * key and cost functions and `check()` then take `Ctx`, and the built-in
+ * specs read these fields of it when it has them.
+ */
 export interface RequestContext {
   /** Client address, already resolved through trusted proxies by the adapter. */
   readonly ip?: string | undefined;
@@ -27,17 +33,20 @@ export interface RequestContext {
   readonly body?: unknown;
 }
 
-/** Returns the key for a request, or `undefined` when the limit does not apply to it. */
-export type KeyFunction = (ctx: RequestContext) => string | number | undefined;
+/** Returns the key for a request, or `undefined` when the limit does not apply to it. Runs once per check. */
+export type KeyFunction<Ctx = RequestContext> = (ctx: Ctx) => string | number | undefined;
+
+/** The built-in key extractors, which read `RequestContext` fields. */
+export type BuiltinKey = 'ip' | 'principal' | 'global' | `header.${string}` | `query.${string}` | `body.${string}`;
 
 /**
  * Built-in key extractors: `'ip'`, `'principal'`, `'global'`, `'header.<name>'`,
  * `'query.<name>'`, `'body.<field>'` (dot paths allowed: `'body.user.phone'`).
  */
-export type KeySpec = 'ip' | 'principal' | 'global' | `header.${string}` | `query.${string}` | `body.${string}` | KeyFunction;
+export type KeySpec<Ctx = RequestContext> = BuiltinKey | KeyFunction<Ctx>;
 
-/** One limit: every clause of the contract in one place. */
-export interface LimitDefinition {
+/** One limit: every clause of the contract in one place. `Ctx` is the context type its key function reads. */
+export interface LimitDefinition<Ctx = RequestContext> {
   /** Unique name, `[a-z0-9_-]+`, at most 64 characters. Appears in headers, metrics and events. */
   readonly name: string;
   /** Required, no default: `'abuse'` (security control) or `'shedding'` (capacity). */
@@ -60,7 +69,7 @@ export interface LimitDefinition {
   /** leaky-bucket only: `'meter'` (default) rejects at once; `'queue'` admits with a delay. */
   readonly mode?: 'meter' | 'queue' | undefined;
   /** The key extractor. Default `'ip'`. */
-  readonly key?: KeySpec | undefined;
+  readonly key?: KeySpec<Ctx> | undefined;
   /** Default cost of one request (a positive integer, default 1); `check(ctx, { cost })` overrides it. */
   readonly cost?: number | undefined;
   /** What the number defends. Strongly recommended; `audit` flags limits without one. */

@@ -12,8 +12,21 @@ import { sleep } from './sleep.js';
 /** The `ip` key when no client address can be determined (no socket address): such requests share one bucket rather than escape `ip` limits. */
 export const UNKNOWN_IP = 'unknown';
 
-/** Options every adapter accepts. `Req` is the adapter's request type (passed to the hooks). */
-export interface GuardOptions<Req> extends ResponseOptions, IpOptions {
+/**
+ * Options every adapter accepts. `Req` is the adapter's request type (passed
+ * to the hooks); `Ctx` is the context type of the limiter (default
+ * `RequestContext`).
+ */
+export interface GuardOptions<Req, Ctx = RequestContext> extends ResponseOptions, IpOptions {
+  /**
+   * Builds the context the limiter's keys see from the request and the base
+   * context the guard made (`{ ip, principal, method, path, headers, query,
+   * body }`), for a limiter whose `Ctx` has fields of its own: return
+   * `{ ...base, tenant: req.tenant }`. Required (by the types) when `Ctx`
+   * needs more than the base; may be async; runs once per request. A throw
+   * is answered 503, like a throwing `identify`. Default: the base context.
+   */
+  readonly context?: ((req: Req, base: RequestContext) => Ctx | Promise<Ctx>) | undefined;
   /**
    * The authenticated principal (account, API key id, tenant), or `undefined`
    * for an anonymous caller. Feeds `key: 'principal'` and decides who is told
@@ -23,7 +36,7 @@ export interface GuardOptions<Req> extends ResponseOptions, IpOptions {
   /** Cost of this request (a positive integer); `undefined` for each limit's own `cost`. */
   readonly cost?: ((req: Req) => number | undefined) | undefined;
   /** Chooses the limiter for a request: a `Limiter`, `false` to skip limiting, `undefined` for the default one. */
-  readonly limiterFor?: ((req: Req) => Limiter | false | undefined) | undefined;
+  readonly limiterFor?: ((req: Req) => Limiter<Ctx> | false | undefined) | undefined;
   /** Largest JSON body read for `body.*` keys, in bytes. Over it: 413. Default 102400 (100 KiB). */
   readonly maxBodyBytes?: number | undefined;
   /** Read and parse the body even if no limit uses a `body.*` key (for key functions that read `ctx.body`). Default false. */
@@ -35,6 +48,15 @@ export interface GuardOptions<Req> extends ResponseOptions, IpOptions {
   /** Waits `ms` (leaky-bucket queue mode); resolves early when `signal` aborts. Default: an unref'd timer. Inject in tests. */
   readonly delay?: ((ms: number, signal: AbortSignal | undefined) => Promise<void>) | undefined;
 }
+
+/**
+ * An adapter's options argument: optional, except when the limiter's `Ctx`
+ * needs more than the base context the guard builds, when `context` is
+ * required.
+ */
+export type OptionsArgument<O extends { readonly context?: unknown }, Ctx> = RequestContext extends Ctx
+  ? [options?: O]
+  : [options: O & { readonly context: NonNullable<O['context']> }];
 
 /** What an adapter tells the guard about one request. */
 export interface RequestFacts<Req> {
@@ -160,12 +182,12 @@ export function usesBody(limiter: Limiter): boolean {
  * body when a limit needs it, check, wait in queue mode, and map the decision.
  * It never throws: anything unexpected becomes a 503 with `Retry-After`.
  */
-export class HttpGuard<Req> {
+export class HttpGuard<Req, Ctx = RequestContext> {
   readonly limiter: Limiter;
   readonly response: ResolvedResponseOptions;
   readonly ip: ResolvedIpOptions;
   readonly maxBodyBytes: number;
-  readonly #options: GuardOptions<Req>;
+  readonly #options: GuardOptions<Req, Ctx>;
   readonly #errorRetryAfterMs: number;
   readonly #delay: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
   /** The default limiter's traits (other limiters' come from a WeakMap). */
@@ -173,13 +195,14 @@ export class HttpGuard<Req> {
   /** Whether `quick` may decide: see there. */
   readonly #quick: boolean;
 
-  constructor(limiter: Limiter, options: GuardOptions<Req> = {}) {
+  constructor(limiter: Limiter<Ctx>, options: GuardOptions<Req, Ctx> = {}) {
     assertLimiter(limiter, 'limiter');
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'must be an object');
-    for (const name of ['identify', 'cost', 'limiterFor', 'onUnexpectedError', 'delay'] as const) {
+    for (const name of ['identify', 'context', 'cost', 'limiterFor', 'onUnexpectedError', 'delay'] as const) {
       const f = options[name];
       if (f !== undefined && typeof f !== 'function') throw new ConfigError('RC_INVALID_OPTION', name, `must be a function, got ${typeof f}`);
     }
+    // Internally the limiter is called with the context `context` built (a Ctx) or the base one (Ctx accepts it).
     this.limiter = limiter;
     this.response = resolveResponseOptions(options);
     this.ip = resolveIpOptions(options);
@@ -195,6 +218,7 @@ export class HttpGuard<Req> {
     this.#quick =
       options.limiterFor === undefined &&
       options.identify === undefined &&
+      options.context === undefined &&
       options.cost === undefined &&
       options.readBody !== true &&
       this.ip.trust.kind === 'none' &&
@@ -297,8 +321,8 @@ export class HttpGuard<Req> {
       limiter = chosen ?? this.select(facts.req);
       if (limiter !== false) {
         const needsBody = this.needsBody(limiter);
-        if (this.#options.identify !== undefined || (needsBody && facts.parsedBody === undefined)) {
-          // Something to wait for before the check (the principal, the body): the general path.
+        if (this.#options.identify !== undefined || this.#options.context !== undefined || (needsBody && facts.parsedBody === undefined)) {
+          // Something to wait for before the check (the principal, the body, the user's context): the general path.
           this.#runAsync(facts, limiter).then(
             (result) => done(result, facts),
             (error: unknown) => this.#failTo(error, facts, undefined, done),
@@ -366,7 +390,8 @@ export class HttpGuard<Req> {
           body = parseJsonBody(read.bytes);
         }
       }
-      const ctx = this.#context(facts, limiter, principal, body);
+      const base = this.#context(facts, limiter, principal, body);
+      const ctx = this.#options.context === undefined ? base : ((await this.#options.context(facts.req, base)) as RequestContext);
       decision = await limiter.check(ctx, this.#checkOptions(facts.req, principal !== undefined));
       return await this.#settle(decision, limiter, principal, facts);
     } catch (error) {

@@ -2,7 +2,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { isJsonOrUntyped, parseJsonBody, readNodeBody, type BodyRead } from '../../http/body.js';
-import { HttpGuard, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { HttpGuard, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
+import type { RequestContext } from '../../core/types.js';
 import { connectionSignal, peerAddress } from '../../http/node-connection.js';
 import { releaseOnce } from '../../http/release.js';
 
@@ -17,7 +18,7 @@ declare global {
 }
 
 /** Options of `rateLimit`: the shared adapter options, with the Express request as `req`. */
-export type ExpressRateLimitOptions = GuardOptions<Request>;
+export type ExpressRateLimitOptions<Ctx = RequestContext> = GuardOptions<Request, Ctx>;
 
 function facts(req: Request, res: Response, readBody: boolean): RequestFacts<Request> {
   const parsed = (req as { body?: unknown }).body;
@@ -83,8 +84,8 @@ function apply(result: GuardResult, req: Request, res: Response, next: NextFunct
  * `Retry-After`. Client addresses come from the socket and this middleware's
  * own `trustProxy`, not from Express's `trust proxy` setting.
  */
-export function rateLimit(limiter: Limiter, options?: ExpressRateLimitOptions): RequestHandler {
-  const guard = new HttpGuard<Request>(limiter, options);
+export function rateLimit<Ctx extends object = RequestContext>(limiter: Limiter<Ctx>, ...[options]: OptionsArgument<ExpressRateLimitOptions<Ctx>, Ctx>): RequestHandler {
+  const guard = new HttpGuard<Request, Ctx>(limiter, options);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     let result: GuardResult;
     try {

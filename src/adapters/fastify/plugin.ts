@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Limiter } from '../../core/limiter.js';
-import type { Decision } from '../../core/types.js';
+import type { Decision, RequestContext } from '../../core/types.js';
 import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import type { HttpResponse } from '../../http/respond.js';
 import { connectionSignal, peerAddress } from '../../http/node-connection.js';
@@ -23,9 +23,13 @@ declare module 'fastify' {
   }
 }
 
-/** Options of `rateLimitPlugin`: the limiter plus the shared adapter options, with the Fastify request as `req`. */
-export interface FastifyRateLimitOptions extends GuardOptions<FastifyRequest> {
-  readonly limiter: Limiter;
+/**
+ * Options of `rateLimitPlugin`: the limiter plus the shared adapter options,
+ * with the Fastify request as `req`. `Ctx`: the limiter's context type; a
+ * limiter with fields of its own needs `context`.
+ */
+export interface FastifyRateLimitOptions<Ctx = RequestContext> extends GuardOptions<FastifyRequest, Ctx> {
+  readonly limiter: Limiter<Ctx>;
 }
 
 function routeLimiter(guard: HttpGuard<FastifyRequest>, request: FastifyRequest): Limiter | false {

@@ -1,15 +1,15 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { GetConnInfo } from 'hono/conninfo';
 import { ConfigError } from '../../core/errors.js';
 import type { Limiter } from '../../core/limiter.js';
-import type { Decision } from '../../core/types.js';
+import type { Decision, RequestContext } from '../../core/types.js';
 import { readWebBody, type BodyRead } from '../../http/body.js';
-import { HttpGuard, type GuardOptions, type GuardResult } from '../../http/guard.js';
+import { HttpGuard, type GuardOptions, type GuardResult, type OptionsArgument } from '../../http/guard.js';
 import { releaseOnce } from '../../http/release.js';
 import type { HttpResponse } from '../../http/respond.js';
 
 /** Options of `rateLimit`: the shared adapter options, with the Hono context as `req`, plus the address source. */
-export interface HonoRateLimitOptions extends GuardOptions<Context> {
+export interface HonoRateLimitOptions<E extends Env = Env, Ctx = RequestContext> extends GuardOptions<Context<E & { Variables: RateLimitVariables }>, Ctx> {
   /**
    * The runtime's connection-info helper, which gives the socket address:
    * `getConnInfo` from `@hono/node-server/conninfo`, `hono/bun`, `hono/deno`,
@@ -58,10 +58,13 @@ function pathAndQuery(url: string): string {
  * `Retry-After`, never a 500. Concurrency leases are released when the
  * handler chain returns or the client aborts (the request's signal), exactly once.
  */
-export function rateLimit(limiter: Limiter, options: HonoRateLimitOptions = {}): MiddlewareHandler<{ Variables: RateLimitVariables }> {
+export function rateLimit<E extends Env = Env, Ctx extends object = RequestContext>(
+  limiter: Limiter<Ctx>,
+  ...[options = {}]: OptionsArgument<HonoRateLimitOptions<E, Ctx>, Ctx>
+): MiddlewareHandler<E & { Variables: RateLimitVariables }> {
   const { getConnInfo, ...rest } = options;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') throw new ConfigError('RC_INVALID_OPTION', 'getConnInfo', `must be a function, got ${typeof getConnInfo}`);
-  const guard = new HttpGuard<Context>(limiter, rest);
+  const guard = new HttpGuard<Context<E & { Variables: RateLimitVariables }>, Ctx>(limiter, rest);
   const hopCount = typeof rest.trustProxy === 'number' && rest.trustProxy > 0;
   if (getConnInfo === undefined && !hopCount && limiter.limits.some((l) => l.keySpec === 'ip')) {
     throw new ConfigError(

@@ -2,14 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { readNodeBody, type BodyRead } from '../../http/body.js';
-import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
+import type { RequestContext } from '../../core/types.js';
 import { parseJsonBody } from '../../http/body.js';
 import { connectionSignal, peerAddress } from '../../http/node-connection.js';
 import { releaseOnce } from '../../http/release.js';
 import type { HttpResponse } from '../../http/respond.js';
 
 /** Options of `createGuard`: the shared adapter options, with the node:http request as `req`. */
-export type NodeGuardOptions = GuardOptions<IncomingMessage>;
+export type NodeGuardOptions<Ctx = RequestContext> = GuardOptions<IncomingMessage, Ctx>;
 
 /** A request body the guard read (only when a limit uses a `body.*` key). */
 export interface RequestBody {
@@ -189,8 +190,8 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
  * `identify`, an invalid `cost`) is answered 503 with `Retry-After`.
  * For another limiter on another route, create another guard.
  */
-export function createGuard(limiter: Limiter, options?: NodeGuardOptions): NodeGuard {
-  const guard = new HttpGuard<IncomingMessage>(limiter, options);
+export function createGuard<Ctx extends object = RequestContext>(limiter: Limiter<Ctx>, ...[options]: OptionsArgument<NodeGuardOptions<Ctx>, Ctx>): NodeGuard {
+  const guard = new HttpGuard<IncomingMessage, Ctx>(limiter, options);
   const now = (req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> => {
     const quick = guard.quick(peerAddress(req.socket), req.method, req.url);
     if (quick !== undefined) {
