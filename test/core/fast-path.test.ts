@@ -58,7 +58,7 @@ describe('the single-limit fast path decides exactly as the general chain path',
       expect(JSON.stringify(a)).toEqual(JSON.stringify(b));
       expect({ ...a }).toEqual({ ...b });
       expect(structuredClone({ ...a })).toEqual(structuredClone({ ...b }));
-      expect(JSON.parse(JSON.stringify(a)).results).toHaveLength(1);
+      expect((JSON.parse(JSON.stringify(a)) as { results: unknown[] }).results).toHaveLength(1);
       expect((a as unknown as { then?: unknown }).then).toBeUndefined();
       const again = await Promise.resolve(a);
       expect(again).toBe(a);
