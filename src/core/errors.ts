@@ -15,7 +15,9 @@ export type ErrorCode =
   | 'RC_UNKNOWN_STORE'
   | 'RC_FAIL_OPEN_UNACKNOWLEDGED'
   | 'RC_INVALID_COST'
-  | 'RC_STORE_FAILURE';
+  | 'RC_STORE_FAILURE'
+  | 'RC_RATE_LIMITED'
+  | 'RC_RETRY_BUDGET_EXCEEDED';
 
 /** Base class of every error ratecontract throws. `code` is stable; `cause` is chained. */
 export class RateContractError extends Error {
