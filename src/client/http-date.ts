@@ -53,6 +53,6 @@ export function parseHttpDate(value: string, now: number): number | undefined {
   m = RFC_850.exec(v);
   if (m !== null) return instant(fullYear(Number(m[3]), now), m[2] as string, Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6]));
   m = ASCTIME.exec(v);
-  if (m !== null) return instant(Number(m[7]), m[1] as string, Number((m[2] as string).trim()), Number(m[3]), Number(m[4]), Number(m[5]));
+  if (m !== null) return instant(Number(m[6]), m[1] as string, Number((m[2] as string).trim()), Number(m[3]), Number(m[4]), Number(m[5]));
   return undefined;
 }
