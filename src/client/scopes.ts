@@ -175,6 +175,7 @@ export class Scopes {
         const policy = policyFor(limit, policies);
         const key = `${origin}\n${limit.name}\n${limit.pk ?? ''}`;
         let s = this.#policies.get(key);
+        const fresh = s === undefined;
         if (s === undefined) {
           s = { remaining: 0, resetAt: now, refillMs: 1000, capacity: Infinity, perRequest: true, inFlight: 0, nextAt: now, intervalMs: 0, fromRetryAfter: false };
         }
@@ -186,6 +187,8 @@ export class Scopes {
         s.refillMs = policy !== undefined && policy.w !== undefined && policy.q > 0 ? (policy.w * 1000) / policy.q : Math.max(1000, tMs ?? 0);
         const rate = safeRate(limit, policy);
         s.intervalMs = rate === Infinity ? 0 : rate > 0 ? 1000 / rate : s.refillMs;
+        // The request that taught us this was sent without a reservation: space the next one from it.
+        if (fresh) s.nextAt = now + s.intervalMs;
         // Requests sent after the server counted this one are still to be counted.
         s.remaining = s.perRequest ? Math.max(0, limit.r - s.inFlight) : limit.r;
         if (limit.r === 0 && retryAfterMs !== undefined) {
