@@ -154,11 +154,11 @@ function bad(option: string, message: string): ConfigError {
 }
 
 function object(value: unknown, option: string, names: readonly string[]): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad(option, `must be an object, got ${describe(value)}`);
+  const where = option === '' ? 'createFetch' : `createFetch.${option}`;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('RC_INVALID_OPTION', where, `must be an object, got ${describe(value)}`);
   const o = value as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => !names.includes(k));
   if (unknown.length > 0) {
-    const where = option === '' ? 'createFetch' : `createFetch.${option}`;
     throw new ConfigError('RC_INVALID_OPTION', where, `unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${names.join(', ')})`);
   }
   return o;
@@ -208,7 +208,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Applies defaults and checks every option; throws a `ConfigError` (`RC_INVALID_OPTION`) naming the first bad one. */
 export function resolveOptions(options: ClientOptions | undefined): ResolvedOptions {
-  const o = object(options ?? {}, '', OPTION_NAMES);
+  const o = object(options === undefined ? {} : options, '', OPTION_NAMES);
 
   const maxAttempts = finite(o.maxAttempts, 'maxAttempts', DEFAULTS.maxAttempts, (n) => Number.isInteger(n) && n >= 1, 'an integer >= 1');
   const maxWait = duration(o.maxWait, 'maxWait', DEFAULTS.maxWait, { zero: true, infinite: true });

@@ -295,7 +295,7 @@ describe('what is retried', () => {
         ctl.close();
       },
     });
-    const res = await c.fetch(s.url, { method: 'PUT', body, duplex: 'half' } as RequestInit);
+    const res = await c.fetch(s.url, { method: 'PUT', body, duplex: 'half' });
     expect(res.status).toBe(503);
     expect(s.hits.map((h) => h.body)).toEqual(['streamed']);
   });
