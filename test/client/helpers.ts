@@ -17,6 +17,8 @@ export interface Scripted {
   readonly body?: string;
   /** Destroy the socket instead of answering (a network error at the client). */
   readonly destroy?: boolean;
+  /** Answer only once this settles (the test holds the response back). */
+  readonly after?: Promise<void>;
 }
 
 export interface ScriptedServer {
@@ -64,9 +66,13 @@ export async function scriptedServer(script: (n: number, hit: Hit) => Scripted):
         req.socket.destroy();
         return;
       }
-      res.statusCode = answer.status;
-      for (const [k, v] of Object.entries(answer.headers ?? {})) res.setHeader(k, v);
-      res.end(answer.body ?? '');
+      const write = (): void => {
+        res.statusCode = answer.status;
+        for (const [k, v] of Object.entries(answer.headers ?? {})) res.setHeader(k, v);
+        res.end(answer.body ?? '');
+      };
+      if (answer.after === undefined) write();
+      else void answer.after.then(write);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -144,4 +150,9 @@ export class Held {
 export function sequence(...values: number[]): () => number {
   let i = 0;
   return () => values[Math.min(i++, values.length - 1)] as number;
+}
+
+/** Resolves once `ready()` is true, checking after each turn of the event loop (no timer, no threshold). */
+export async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise<void>((resolve) => setImmediate(resolve));
 }

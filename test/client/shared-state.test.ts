@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createGuard } from '../../src/adapters/node/index.js';
 import { createFetch, type WaitInfo } from '../../src/client/index.js';
 import { createLimiter, ManualClock, memoryStore } from '../../src/index.js';
-import { Held, scriptedServer, type Scripted, type ScriptedServer } from './helpers.js';
+import { Held, scriptedServer, until, type Scripted, type ScriptedServer } from './helpers.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -86,6 +86,32 @@ describe('shared state across concurrent requests of one client', () => {
     h.now += 5000;
     again.release();
     await Promise.all(three);
+    expect(s.hits).toHaveLength(4);
+  });
+});
+
+describe('requests in flight', () => {
+  it('are counted against an r the server reported before it saw them', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const s = await serve((n) => {
+      const headers = { ratelimit: `"default";r=${Math.max(0, 3 - n)};t=10` };
+      // n = 1..3 are answered when the test says; the first of them (r=2) first.
+      if (n === 2 || n === 3) return { status: 200, headers, after: new Promise<void>(() => {}) };
+      return { status: 200, headers, ...(n === 1 ? { after: held } : {}) };
+    });
+    const h = new Held();
+    const c = createFetch({ sleep: h.sleep, clock: h.clock, random: () => 0 });
+    await c(s.url); // r=3
+    const first = c(s.url);
+    void c(s.url).catch(() => undefined);
+    void c(s.url).catch(() => undefined);
+    await until(() => s.hits.length === 4);
+    release();
+    await first; // says r=2, but two requests the server has not counted are in flight
+    const fourth = c(s.url).then(() => 'sent' as const);
+    const outcome = await Promise.race([fourth, h.next().then(() => 'waited' as const)]);
+    expect(outcome).toBe('waited');
     expect(s.hits).toHaveLength(4);
   });
 });
