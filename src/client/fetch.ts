@@ -40,19 +40,29 @@ function isStreamBody(body: unknown): boolean {
   return Symbol.asyncIterator in body;
 }
 
-/** One signal that aborts when any of `signals` does (AbortSignal.any is not in every Node 20). */
-function anySignal(signals: ReadonlyArray<AbortSignal | undefined>): AbortSignal | undefined {
+/**
+ * One signal that aborts when any of `signals` does. `AbortSignal.any`
+ * (Node >= 20.3) holds its sources weakly, so a long-lived client signal
+ * does not collect a listener per call; older Node 20 releases get a
+ * listener per call on each source, removed by `release`.
+ */
+function anySignal(signals: ReadonlyArray<AbortSignal | undefined>): { signal: AbortSignal | undefined; release: () => void } {
   const live = signals.filter((s): s is AbortSignal => s !== undefined);
-  if (live.length <= 1) return live[0];
+  if (live.length <= 1) return { signal: live[0], release: () => {} };
+  const any = (AbortSignal as { any?: (s: AbortSignal[]) => AbortSignal }).any;
+  if (typeof any === 'function') return { signal: any.call(AbortSignal, live), release: () => {} };
   const c = new AbortController();
+  const off: Array<() => void> = [];
   for (const s of live) {
     if (s.aborted) {
       c.abort(s.reason);
-      return c.signal;
+      break;
     }
-    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
+    const on = (): void => c.abort(s.reason);
+    s.addEventListener('abort', on, { once: true });
+    off.push(() => s.removeEventListener('abort', on));
   }
-  return c.signal;
+  return { signal: c.signal, release: () => off.forEach((f) => f()) };
 }
 
 /** Read through a function, so a check made before an await is not taken as still true after it. */
@@ -120,7 +130,8 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
     const resendable = template !== undefined || !isStreamBody(init?.body);
     const retryable = resendable && (o.retryMethods.has(method) || headers.has('idempotency-key'));
     const userSignal = init?.signal ?? template?.signal ?? undefined;
-    const signal = anySignal([userSignal ?? undefined, o.signal]);
+    const combined = anySignal([userSignal ?? undefined, o.signal]);
+    const signal = combined.signal;
     const label = `${origin}\n${o.partition === undefined ? '' : o.partition(template ?? new Request(href, { method, headers }))}`;
     const budget = budgetFor?.(origin);
     const throttle = throttleFor?.(origin);
@@ -179,78 +190,82 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
       return signal === userSignal ? base(input, init) : base(input, { ...init, signal: signal ?? null });
     };
 
-    for (;;) {
-      // Pacing: what this client learned about the scope, before spending a request on it.
-      let reservation: Reservation | undefined;
+    try {
       for (;;) {
-        if (aborted(signal)) throw reasonOf(signal);
-        const got = scopes.acquire(label, clock.now());
-        if (got.reservation !== undefined) {
-          reservation = got.reservation;
-          break;
+        // Pacing: what this client learned about the scope, before spending a request on it.
+        let reservation: Reservation | undefined;
+        for (;;) {
+          if (aborted(signal)) throw reasonOf(signal);
+          const got = scopes.acquire(label, clock.now());
+          if (got.reservation !== undefined) {
+            reservation = got.reservation;
+            break;
+          }
+          const ms = Math.ceil(got.gate.waitMs);
+          if (ms > o.maxRetryAfter) {
+            asked = ms;
+            throw giveUp('max-retry-after');
+          }
+          if (waited + ms > o.maxWait) throw giveUp('max-wait');
+          await wait(ms, got.gate.reason, undefined);
         }
-        const ms = Math.ceil(got.gate.waitMs);
-        if (ms > o.maxRetryAfter) {
-          asked = ms;
-          throw giveUp('max-retry-after');
+
+        if (throttle !== undefined && !throttle.admit(clock.now(), random)) {
+          scopes.release(reservation);
+          throw giveUp('throttled');
+        }
+        if (attempts === 0) budget?.request(clock.now());
+        attempts += 1;
+
+        let res: Response;
+        try {
+          res = await send();
+        } catch (error) {
+          scopes.release(reservation);
+          if (aborted(signal)) throw reasonOf(signal);
+          // fetch rejects with a TypeError for a network error; anything else is not ours to retry.
+          if (!(error instanceof TypeError) || !retryable || !o.retryNetworkErrors || attempts >= o.maxAttempts) throw error;
+          const ms = backoffWait(o.backoff, retries, previous, random);
+          if (waited + ms > o.maxWait) throw error;
+          if (budget !== undefined && !budget.tryRetry(clock.now())) throw giveUp('budget', error);
+          previous = ms;
+          await wait(ms, 'backoff', undefined);
+          retries += 1;
+          continue;
+        }
+
+        const now = clock.now();
+        const cached = fromCache(res.headers);
+        const rejected = o.retryOn.has(res.status);
+        const ra = rejected ? retryAfterMs(res.headers.get('retry-after'), res.headers.get('date'), now) : undefined;
+        scopes.learn(reservation, label, res.headers, ra, rejected, cached, now);
+        if (!rejected) {
+          throttle?.accept(now);
+          return res;
+        }
+        // Not safe to send again: the caller gets the answer, as from fetch.
+        if (!retryable) return res;
+
+        lastResponse = res;
+        const reset = ra === undefined ? exhaustedResetMs(res.headers, cached) : undefined;
+        asked = ra ?? reset;
+        if (asked !== undefined && asked > o.maxRetryAfter) throw giveUp('max-retry-after');
+        if (attempts >= o.maxAttempts) throw giveUp('attempts');
+        let ms: number;
+        if (asked !== undefined) {
+          ms = serverWait(o.backoff, asked, random);
+        } else {
+          ms = backoffWait(o.backoff, retries, previous, random);
+          previous = ms;
         }
         if (waited + ms > o.maxWait) throw giveUp('max-wait');
-        await wait(ms, got.gate.reason, undefined);
-      }
-
-      if (throttle !== undefined && !throttle.admit(clock.now(), random)) {
-        scopes.release(reservation);
-        throw giveUp('throttled');
-      }
-      if (attempts === 0) budget?.request(clock.now());
-      attempts += 1;
-
-      let res: Response;
-      try {
-        res = await send();
-      } catch (error) {
-        scopes.release(reservation);
-        if (aborted(signal)) throw reasonOf(signal);
-        // fetch rejects with a TypeError for a network error; anything else is not ours to retry.
-        if (!(error instanceof TypeError) || !retryable || !o.retryNetworkErrors || attempts >= o.maxAttempts) throw error;
-        const ms = backoffWait(o.backoff, retries, previous, random);
-        if (waited + ms > o.maxWait) throw error;
-        if (budget !== undefined && !budget.tryRetry(clock.now())) throw giveUp('budget', error);
-        previous = ms;
-        await wait(ms, 'backoff', undefined);
+        if (budget !== undefined && !budget.tryRetry(now)) throw giveUp('budget');
+        await discard(res);
+        await wait(ms, ra !== undefined ? 'retry-after' : reset !== undefined ? 'ratelimit' : 'backoff', res);
         retries += 1;
-        continue;
       }
-
-      const now = clock.now();
-      const cached = fromCache(res.headers);
-      const rejected = o.retryOn.has(res.status);
-      const ra = rejected ? retryAfterMs(res.headers.get('retry-after'), res.headers.get('date'), now) : undefined;
-      scopes.learn(reservation, label, res.headers, ra, rejected, cached, now);
-      if (!rejected) {
-        throttle?.accept(now);
-        return res;
-      }
-      // Not safe to send again: the caller gets the answer, as from fetch.
-      if (!retryable) return res;
-
-      lastResponse = res;
-      const reset = ra === undefined ? exhaustedResetMs(res.headers, cached) : undefined;
-      asked = ra ?? reset;
-      if (asked !== undefined && asked > o.maxRetryAfter) throw giveUp('max-retry-after');
-      if (attempts >= o.maxAttempts) throw giveUp('attempts');
-      let ms: number;
-      if (asked !== undefined) {
-        ms = serverWait(o.backoff, asked, random);
-      } else {
-        ms = backoffWait(o.backoff, retries, previous, random);
-        previous = ms;
-      }
-      if (waited + ms > o.maxWait) throw giveUp('max-wait');
-      if (budget !== undefined && !budget.tryRetry(now)) throw giveUp('budget');
-      await discard(res);
-      await wait(ms, ra !== undefined ? 'retry-after' : reset !== undefined ? 'ratelimit' : 'backoff', res);
-      retries += 1;
+    } finally {
+      combined.release();
     }
   };
 }

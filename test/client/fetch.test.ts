@@ -1,4 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_CHANNELS, createFetch, RateLimitedError, RetryBudgetExceededError, type ClientOptions, type WaitInfo } from '../../src/client/index.js';
 import { asctime, imf, rfc850, scriptedServer, sequence, Virtual, type Scripted, type ScriptedServer } from './helpers.js';
@@ -349,6 +350,14 @@ describe('abort', () => {
     await expect(c(s.url)).rejects.toThrow('shutting down');
     await expect(c(s.url)).rejects.toThrow('shutting down');
     expect(s.hits).toHaveLength(1);
+  });
+
+  it('a long-lived client signal does not collect a listener per call', async () => {
+    const s = await serve(() => OK);
+    const shutdown = new AbortController();
+    const c = createFetch({ signal: shutdown.signal });
+    for (let i = 0; i < 50; i++) await (await c(s.url, { signal: new AbortController().signal })).text();
+    expect(getEventListeners(shutdown.signal, 'abort').length).toBeLessThan(5);
   });
 
   it('with the default sleep, an abort ends a real 30 s wait', async () => {
