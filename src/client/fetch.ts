@@ -125,9 +125,10 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
       // Not an absolute URL: fetch decides what that means (it rejects in Node).
       return base(input, init);
     }
-    const method = (init?.method ?? template?.method ?? 'GET').toUpperCase();
-    const headers = new Headers(init?.headers ?? template?.headers);
-    const resendable = template !== undefined || !isStreamBody(init?.body);
+    const method = (template?.method ?? init?.method ?? 'GET').toUpperCase();
+    const headers = new Headers(template?.headers ?? init?.headers);
+    // A Request is cloned for each attempt (its body teed); a stream in init.body can be read only once.
+    const resendable = template !== undefined ? !template.bodyUsed : !isStreamBody(init?.body);
     const retryable = resendable && (o.retryMethods.has(method) || headers.has('idempotency-key'));
     const userSignal = init?.signal ?? template?.signal ?? undefined;
     const combined = anySignal([userSignal ?? undefined, o.signal]);
@@ -184,7 +185,8 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
 
     const send = (): Promise<Response> => {
       if (template !== undefined) {
-        const copy = template.clone();
+        // Sent once: no copy needed (and a used body makes fetch reject, as it would unwrapped).
+        const copy = retryable ? template.clone() : template;
         return signal === userSignal ? base(copy) : base(copy, { signal: signal ?? null });
       }
       return signal === userSignal ? base(input, init) : base(input, { ...init, signal: signal ?? null });
