@@ -203,11 +203,13 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
             reservation = got.reservation;
             break;
           }
-          const ms = Math.ceil(got.gate.waitMs);
-          if (ms > o.maxRetryAfter) {
-            asked = ms;
+          const gate = Math.ceil(got.gate.waitMs);
+          if (gate > o.maxRetryAfter) {
+            asked = gate;
             throw giveUp('max-retry-after');
           }
+          // The same spread as after a rejection: requests held together do not all come back at one instant.
+          const ms = serverWait(o.backoff, gate, random);
           if (waited + ms > o.maxWait) throw giveUp('max-wait');
           await wait(ms, got.gate.reason, undefined);
         }

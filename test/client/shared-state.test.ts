@@ -47,6 +47,27 @@ describe('shared state across concurrent requests of one client', () => {
     expect(s.hits.map((x) => x.url).sort()).toEqual(['/a', '/a', '/b', '/d']);
   });
 
+  it('requests held by a shared Retry-After get the spread too: never earlier, not all at one instant', async () => {
+    const s = await serve((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '30' } } : OK));
+    const h = new Held();
+    let u = 0;
+    const c = createFetch({ sleep: h.sleep, clock: h.clock, random: () => (u = (u + 0.3) % 1) });
+    const a = c(s.url);
+    const first = await h.next();
+    const others = [c(s.url), c(s.url)];
+    const held = [await h.next(), await h.next()];
+    const all = [first, ...held].map((w) => w.ms);
+    // 30 s plus a spread below a tenth of it; three different instants.
+    for (const ms of all) {
+      expect(ms).toBeGreaterThanOrEqual(30_000);
+      expect(ms).toBeLessThan(33_000);
+    }
+    expect(new Set(all).size).toBe(3);
+    h.now += 33_000;
+    for (const w of [first, ...held]) w.release();
+    await Promise.all([a, ...others]);
+  });
+
   it('partitions are separate: a 429 for one tenant does not hold another', async () => {
     const s = await serve((n, tenant) => (tenant === 'a' && n === 0 ? { status: 429, headers: { 'retry-after': '30' } } : OK));
     const h = new Held();
