@@ -208,8 +208,9 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
             asked = gate;
             throw giveUp('max-retry-after');
           }
-          // The same spread as after a rejection: requests held together do not all come back at one instant.
-          const ms = serverWait(o.backoff, gate, random);
+          // A Retry-After hold gets the same spread as after a rejection, so the requests it held do not
+          // all come back at one instant. Waits for quota are exact: quota comes back one unit at a time.
+          const ms = got.gate.reason === 'retry-after' ? serverWait(o.backoff, gate, random) : gate;
           if (waited + ms > o.maxWait) throw giveUp('max-wait');
           await wait(ms, got.gate.reason, undefined);
         }
