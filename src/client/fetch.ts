@@ -252,7 +252,7 @@ export function createFetch(options?: ClientOptions): PoliteFetch {
         if (!retryable) return res;
 
         lastResponse = res;
-        const reset = ra === undefined ? exhaustedResetMs(res.headers, cached) : undefined;
+        const reset = ra === undefined && o.pacing !== 'off' ? exhaustedResetMs(res.headers, cached) : undefined;
         asked = ra ?? reset;
         if (asked !== undefined && asked > o.maxRetryAfter) throw giveUp('max-retry-after');
         if (attempts >= o.maxAttempts) throw giveUp('attempts');

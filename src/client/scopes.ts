@@ -163,7 +163,8 @@ export class Scopes {
   learn(r: Reservation | undefined, label: string, headers: Headers, retryAfterMs: number | undefined, rejected: boolean, cached: boolean, now: number): void {
     this.release(r);
     const l = this.#label(label);
-    const limits = cached ? undefined : parseRateLimit(headers.get('ratelimit'));
+    // With pacing off the fields are not read at all: a Retry-After then holds the whole partition.
+    const limits = cached || this.#pacing === 'off' ? undefined : parseRateLimit(headers.get('ratelimit'));
     const policies = limits === undefined ? undefined : parsePolicy(headers.get('ratelimit-policy'));
     let pinned = false;
     if (limits === undefined) {

@@ -68,6 +68,22 @@ describe('shared state across concurrent requests of one client', () => {
     await Promise.all([a, ...others]);
   });
 
+  it("with pacing 'off', a Retry-After still holds the partition (the RateLimit fields are not read)", async () => {
+    const s = await serve((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '30', ratelimit: '"default";r=0;t=99' } } : OK));
+    const h = new Held();
+    const c = createFetch({ sleep: h.sleep, clock: h.clock, random: () => 0, pacing: 'off' });
+    const a = c(s.url);
+    const first = await h.next();
+    const b = c(s.url);
+    const held = await h.next();
+    expect([first.ms, held.ms]).toEqual([30_000, 30_000]);
+    expect(s.hits).toHaveLength(1);
+    h.now += 30_000;
+    first.release();
+    held.release();
+    await Promise.all([a, b]);
+  });
+
   it('partitions are separate: a 429 for one tenant does not hold another', async () => {
     const s = await serve((n, tenant) => (tenant === 'a' && n === 0 ? { status: 429, headers: { 'retry-after': '30' } } : OK));
     const h = new Held();
