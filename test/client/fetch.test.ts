@@ -2,7 +2,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_CHANNELS, createFetch, RateLimitedError, RetryBudgetExceededError, type ClientOptions, type WaitInfo } from '../../src/client/index.js';
-import { asctime, imf, rfc850, scriptedServer, sequence, Virtual, type Scripted, type ScriptedServer } from './helpers.js';
+import { asctime, Held, imf, rfc850, scriptedServer, sequence, Virtual, type Scripted, type ScriptedServer } from './helpers.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {
@@ -224,6 +224,22 @@ describe('pacing from RateLimit', () => {
     await c.fetch(s.url);
     await c.fetch(s.url);
     expect(t.waits).toEqual([100, 100]);
+  });
+
+  it('a quota in bytes is not counted per request: only r=0 holds', async () => {
+    for (const [qu, held] of [
+      [';qu="content-bytes"', false],
+      ['', true],
+    ] as const) {
+      const s = await serve(() => ({ status: 200, headers: { ratelimit: '"up";r=1;t=10', 'ratelimit-policy': `"up";q=1000;w=10${qu}` } }));
+      const h = new Held();
+      const c = createFetch({ sleep: h.sleep, clock: h.clock, random: () => 0 });
+      await c(s.url); // r=1
+      // Two at once: counted in requests, the second one waits for t.
+      const both = Promise.all([c(s.url), c(s.url)]).then(() => 'sent' as const);
+      const outcome = await Promise.race([both, h.next().then(() => 'held' as const)]);
+      expect(outcome, qu).toBe(held ? 'held' : 'sent');
+    }
   });
 
   it("'off' ignores the fields", async () => {

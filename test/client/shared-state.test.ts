@@ -104,6 +104,24 @@ describe('shared state across concurrent requests of one client', () => {
     expect((await Promise.all([a, a2])).map((r) => r.status)).toEqual([200, 200]);
   });
 
+  it('two partitions told the same policy and pk share it', async () => {
+    let n = 0;
+    const s = await serve(() => ({ status: 200, headers: { ratelimit: `"shared";r=${n++ < 2 ? 1 : 0};t=5;pk=:AAAA:` } }));
+    const h = new Held();
+    const c = createFetch({ sleep: h.sleep, clock: h.clock, random: () => 0, partition: (req) => req.headers.get('x-tenant') ?? '' });
+    const as = (tenant: string): Promise<Response> => c(s.url, { headers: { 'x-tenant': tenant } });
+    await as('a'); // r=1
+    await as('b'); // r=1, same policy and pk: the same state
+    await as('a'); // spends the last one (the answer says r=0 too)
+    const b = as('b');
+    const w = await h.next();
+    expect(w.ms).toBe(5000);
+    expect(s.hits).toHaveLength(3);
+    h.now += 5000;
+    w.release();
+    await b;
+  });
+
   it('RateLimit r is shared: with one request left, one of three goes and two wait for t; then one per q/w, not all at once', async () => {
     const s = await serve((n) => ({ status: 200, headers: { ratelimit: `"default";r=${n === 0 ? 1 : 0};t=10`, 'ratelimit-policy': '"default";q=2;w=10' } }));
     const h = new Held();
