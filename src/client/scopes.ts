@@ -184,7 +184,8 @@ export class Scopes {
         l.keys.add(key);
         s.perRequest = countsRequests(policy);
         const tMs = limit.t === undefined ? undefined : limit.t * 1000;
-        s.capacity = policy?.q ?? Infinity;
+        // At least one, so a policy that reports q=0 is probed rather than waited on forever.
+        s.capacity = Math.max(1, policy?.q ?? Infinity);
         s.refillMs = policy !== undefined && policy.w !== undefined && policy.q > 0 ? (policy.w * 1000) / policy.q : Math.max(1000, tMs ?? 0);
         const rate = safeRate(limit, policy);
         s.intervalMs = rate === Infinity ? 0 : rate > 0 ? 1000 / rate : s.refillMs;
