@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The load tests measure scheduling: they run in their own pass (vitest.load.config.ts), never beside other files.
+    exclude: ['test/load/**', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,4 +1,4 @@
-import type { StoreGuard } from './guard.js';
+import { failureReason, type StoreGuard } from './guard.js';
 import { storeErrorChannel } from './events.js';
 import type { Store, StoreOp } from './store.js';
 import type { Figures } from '../algorithms/types.js';
@@ -54,7 +54,7 @@ export class CheckDecision implements Decision {
           else await guard.run(() => store.release(op, now), now);
         } catch (error) {
           // The lease expires on its own after the limit's window.
-          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: guard?.name ?? 'local', kind: store.kind, error, limits: [op.limit.name] });
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: guard?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
         }
       }),
     );

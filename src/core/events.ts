@@ -7,7 +7,7 @@ import { channel } from 'node:diagnostics_channel';
 export const CHANNELS = {
   /** Every decision: `{ decision, now }`. */
   decision: 'ratecontract:decision',
-  /** A store call failed or timed out: `{ store, error, limits }`. */
+  /** A store could not answer (reason: error, timeout, breaker-open, busy): `{ store, kind, reason, error, limits }`. */
   storeError: 'ratecontract:store-error',
   /** A limit was decided by its fail mode: `{ limit, onError, store }`. */
   fallback: 'ratecontract:fallback',
@@ -17,7 +17,7 @@ export const CHANNELS = {
   keyError: 'ratecontract:key-error',
   /** A store call missed its deadline: `{ store, deadlineMs, limits }`. Also reported on store-error. */
   timeout: 'ratecontract:timeout',
-  /** A store's circuit breaker changed state: `{ store, kind, from, to, now }`. */
+  /** A store's circuit breaker changed state: `{ store, kind, from, to, now, failureRate, calls }`. */
   breaker: 'ratecontract:breaker',
   /** The replica count used by degraded limits changed: `{ replicas, source }`. */
   replicas: 'ratecontract:replicas',

@@ -1,57 +1,150 @@
-import { ConfigError } from './errors.js';
+import { ConfigError, RateContractError } from './errors.js';
 import { breakerChannel } from './events.js';
 import type { Store } from './store.js';
 
 /** Circuit breaker settings of one store. */
 export interface BreakerOptions {
-  /** Consecutive failures (errors or missed deadlines) that open the breaker. Default 3. */
+  /**
+   * Failure rate (errors and missed deadlines over calls, 0 < rate <= 1) in
+   * the last `windowMs` that opens the breaker, once the window holds at
+   * least `minimumCalls` calls. Default 0.5.
+   */
+  readonly failureRate?: number | undefined;
+  /** Calls the window must hold before the failure rate counts. Default 20. */
+  readonly minimumCalls?: number | undefined;
+  /** Length of the rolling window the failure rate is measured over, ms. Default 1000. */
+  readonly windowMs?: number | undefined;
+  /**
+   * Consecutive failures that open the breaker while the window holds fewer
+   * than `minimumCalls` calls (light traffic, where a rate means little).
+   * Default 3.
+   */
   readonly failureThreshold?: number | undefined;
-  /** How long an open breaker skips the store before one probe call is let through, ms. Default 1000. */
+  /**
+   * How long an open breaker skips the store before it lets a probe through,
+   * ms. Each failed probe doubles it, up to `maxCooldownMs`; closing resets
+   * it. Default 200.
+   */
   readonly cooldownMs?: number | undefined;
+  /** Longest cool-down after repeated failed probes, ms. Default 5000. */
+  readonly maxCooldownMs?: number | undefined;
+  /**
+   * Consecutive successful probes (one at a time, each within the deadline)
+   * that close a half-open breaker. Default 3.
+   */
+  readonly probeSuccesses?: number | undefined;
 }
 
-/** Default deadline of one store call, ms. */
-export const DEFAULT_DEADLINE_MS = 8;
+/** Default deadline of one store call, ms (see docs/fail-modes.md for the measurement behind it). */
+export const DEFAULT_DEADLINE_MS = 20;
+/** Default bound on store calls in flight per store. */
+export const DEFAULT_MAX_IN_FLIGHT = 1000;
+/** Default wait for a store to become ready (connected, scripts loaded) before checks get their fail mode, ms. */
+export const DEFAULT_STARTUP_WAIT_MS = 1000;
 
-/** Error used when a store call misses its deadline. */
-export class StoreTimeoutError extends Error {
+/** A store call missed its deadline. */
+export class StoreTimeoutError extends RateContractError {
   constructor(readonly deadlineMs: number) {
-    super(`store call missed its ${deadlineMs} ms deadline`);
+    super('RC_STORE_TIMEOUT', `store call missed its ${deadlineMs} ms deadline`);
     this.name = 'StoreTimeoutError';
   }
 }
 
-/** Error used when the breaker is open and the store is not called at all. */
-export class BreakerOpenError extends Error {
+/** The breaker is open (or half-open with its probe in flight): the store was not called. */
+export class BreakerOpenError extends RateContractError {
   constructor() {
-    super('circuit breaker open: store not called');
+    super('RC_BREAKER_OPEN', 'circuit breaker open: store not called');
     this.name = 'BreakerOpenError';
   }
 }
 
+/** The store already has `maxInFlight` calls in flight: this one was not queued behind them. */
+export class StoreBusyError extends RateContractError {
+  constructor(readonly maxInFlight: number) {
+    super('RC_STORE_BUSY', `store has ${maxInFlight} calls in flight (maxInFlight): not called`);
+    this.name = 'StoreBusyError';
+  }
+}
+
+/** Why a store could not answer, as events and `storeHealth()` report it. */
+export type StoreFailureReason = 'error' | 'timeout' | 'breaker-open' | 'busy';
+
+/** The reason an error thrown by `StoreGuard.run` stands for. */
+export function failureReason(error: unknown): StoreFailureReason {
+  if (error instanceof StoreTimeoutError) return 'timeout';
+  if (error instanceof BreakerOpenError) return 'breaker-open';
+  if (error instanceof StoreBusyError) return 'busy';
+  return 'error';
+}
+
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
-function positive(v: number, option: string): number {
-  if (!Number.isFinite(v) || v <= 0) throw new ConfigError('RC_INVALID_OPTION', option, `must be a positive number, got ${String(v)}`);
+/** One store's health as the limiter sees it (`limiter.storeHealth()`). */
+export interface StoreHealth {
+  readonly state: BreakerState;
+  /** Failures over calls in the breaker's window (0 when the window is empty). */
+  readonly failureRate: number;
+  /** Calls in the breaker's window. */
+  readonly calls: number;
+  /** Store calls in flight now. */
+  readonly inFlight: number;
+  /** Whether the store has become ready (stores without `ready()` always are). */
+  readonly ready: boolean;
+}
+
+function positive(v: number, option: string, integer = false): number {
+  if (!Number.isFinite(v) || v <= 0 || (integer && !Number.isSafeInteger(v))) {
+    throw new ConfigError('RC_INVALID_OPTION', option, `must be a positive ${integer ? 'integer' : 'number'}, got ${String(v)}`);
+  }
   return v;
 }
 
+const BREAKER_KEYS = new Set(['failureRate', 'minimumCalls', 'windowMs', 'failureThreshold', 'cooldownMs', 'maxCooldownMs', 'probeSuccesses']);
+const SLOTS = 10;
+
 /**
- * Deadline and circuit breaker for one store (one failure domain). While the
- * breaker is open, calls fail at once without touching the store, so a dead
- * store costs no latency; after `cooldownMs` a single probe is let through
- * and its success closes the breaker.
+ * Deadline, circuit breaker, in-flight bound and readiness gate for one
+ * store (one failure domain).
+ *
+ * - Every call runs under `deadlineMs`.
+ * - At most `maxInFlight` calls are in flight; a call beyond that fails at
+ *   once with `StoreBusyError`, without queuing more work on the store.
+ * - The breaker opens on a failure rate over a rolling window (or, under
+ *   light traffic, on consecutive failures). While open, calls fail at once
+ *   (`BreakerOpenError`), so a dead store costs no latency. After a
+ *   cool-down it lets one probe through at a time and closes after
+ *   `probeSuccesses` successful probes in a row; a failed probe doubles the
+ *   cool-down.
+ * - Until the store is ready (its `ready()` resolved), calls wait for it, up
+ *   to `startupWaitMs` from the guard's creation; the deadline starts after.
  */
 export class StoreGuard {
   readonly store: Store;
   readonly name: string;
   readonly deadlineMs: number;
+  readonly maxInFlight: number;
+  readonly #rate: number;
+  readonly #minimumCalls: number;
+  readonly #slotMs: number;
   readonly #threshold: number;
-  readonly #cooldownMs: number;
+  readonly #baseCooldownMs: number;
+  readonly #maxCooldownMs: number;
+  readonly #probeSuccesses: number;
   #state: BreakerState = 'closed';
-  #failures = 0;
+  #consecutive = 0;
   #openedAt = 0;
+  #cooldownMs: number;
   #probing = false;
+  #probeRun = 0;
+  #inFlight = 0;
+  /** The rolling window: calls and failures per slot of `windowMs / 10`. */
+  readonly #calls = new Float64Array(SLOTS);
+  readonly #fails = new Float64Array(SLOTS);
+  #slot = 0;
+  #slotStart = 0;
+  /** Pending until the store is ready or the startup wait has passed; then undefined. */
+  #gate: Promise<void> | undefined;
+  #ready: boolean;
   /** Start of the current run of continuous failure, if any. */
   failingSince: number | undefined;
 
@@ -59,19 +152,50 @@ export class StoreGuard {
     this.store = store;
     this.name = name;
     this.deadlineMs = positive(store.deadlineMs ?? DEFAULT_DEADLINE_MS, `stores.${name}.deadlineMs`);
-    this.#threshold = positive(store.breaker?.failureThreshold ?? 3, `stores.${name}.breaker.failureThreshold`);
-    this.#cooldownMs = positive(store.breaker?.cooldownMs ?? 1000, `stores.${name}.breaker.cooldownMs`);
+    this.maxInFlight = positive(store.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, `stores.${name}.maxInFlight`, true);
+    const b = store.breaker ?? {};
+    if (b === null || typeof b !== 'object') throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker`, 'must be an object');
+    for (const key of Object.keys(b)) {
+      if (!BREAKER_KEYS.has(key)) throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker.${key}`, `unknown option (known: ${[...BREAKER_KEYS].join(', ')})`);
+    }
+    this.#rate = positive(b.failureRate ?? 0.5, `stores.${name}.breaker.failureRate`);
+    if (this.#rate > 1) throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker.failureRate`, `must be in (0, 1], got ${String(this.#rate)}`);
+    this.#minimumCalls = positive(b.minimumCalls ?? 20, `stores.${name}.breaker.minimumCalls`, true);
+    this.#slotMs = positive(b.windowMs ?? 1000, `stores.${name}.breaker.windowMs`) / SLOTS;
+    this.#threshold = positive(b.failureThreshold ?? 3, `stores.${name}.breaker.failureThreshold`, true);
+    this.#baseCooldownMs = positive(b.cooldownMs ?? 200, `stores.${name}.breaker.cooldownMs`);
+    this.#maxCooldownMs = Math.max(this.#baseCooldownMs, positive(b.maxCooldownMs ?? 5000, `stores.${name}.breaker.maxCooldownMs`));
+    this.#probeSuccesses = positive(b.probeSuccesses ?? 3, `stores.${name}.breaker.probeSuccesses`, true);
+    this.#cooldownMs = this.#baseCooldownMs;
+    const startupWaitMs = store.startupWaitMs ?? DEFAULT_STARTUP_WAIT_MS;
+    if (!Number.isFinite(startupWaitMs) || startupWaitMs < 0) {
+      throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.startupWaitMs`, `must be a non-negative number, got ${String(startupWaitMs)}`);
+    }
+    this.#ready = typeof store.ready !== 'function';
+    if (!this.#ready) this.#gate = this.#startGate(startupWaitMs);
   }
 
   get state(): BreakerState {
     return this.#state;
   }
 
-  /** Runs `call` under the deadline and breaker. Rejects with the store's error, a `StoreTimeoutError` or a `BreakerOpenError`. */
+  /** The breaker's state, failure rate, calls in flight and readiness. */
+  health(now: number): StoreHealth {
+    this.#roll(now);
+    const { calls, fails } = this.#totals();
+    return { state: this.#state, failureRate: calls === 0 ? 0 : fails / calls, calls, inFlight: this.#inFlight, ready: this.#ready };
+  }
+
+  /**
+   * Runs `call` under the in-flight bound, readiness gate, deadline and
+   * breaker. Rejects with the store's error, `StoreTimeoutError`,
+   * `BreakerOpenError` or `StoreBusyError`.
+   */
   async run<T>(call: () => Promise<T>, now: number): Promise<T> {
+    if (this.#inFlight >= this.maxInFlight) throw new StoreBusyError(this.maxInFlight);
     let probe = false;
     if (this.#state === 'open') {
-      if (now - this.#openedAt < this.#cooldownMs || this.#probing) throw new BreakerOpenError();
+      if (now - this.#openedAt < this.#cooldownMs) throw new BreakerOpenError();
       this.#transition('half-open', now);
     }
     if (this.#state === 'half-open') {
@@ -79,40 +203,126 @@ export class StoreGuard {
       this.#probing = true;
       probe = true;
     }
+    this.#inFlight++;
     try {
+      if (this.#gate !== undefined) await this.#gate;
       const value = await withDeadline(call(), this.deadlineMs);
-      this.#failures = 0;
-      this.failingSince = undefined;
-      if (this.#state !== 'closed') this.#transition('closed', now);
+      this.#succeeded(now, probe);
       return value;
     } catch (error) {
-      this.failingSince ??= now;
-      this.#failures++;
-      if (this.#state === 'half-open' || this.#failures >= this.#threshold) {
-        this.#openedAt = now;
-        if (this.#state !== 'open') this.#transition('open', now);
-      }
+      this.#failed(now, probe);
       throw error;
     } finally {
+      this.#inFlight--;
       if (probe) this.#probing = false;
     }
   }
 
-  /** Records a synchronous store's outcome (no deadline applies to in-process stores). */
+  /** Records a synchronous store's outcome (no deadline or breaker applies to in-process stores). */
   record(ok: boolean, now: number): void {
     if (ok) {
-      this.#failures = 0;
+      this.#consecutive = 0;
       this.failingSince = undefined;
     } else {
       this.failingSince ??= now;
-      this.#failures++;
+      this.#consecutive++;
     }
+  }
+
+  #startGate(startupWaitMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const open = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      this.#gate = undefined;
+    };
+    const ready = (this.store.ready as () => Promise<void>).call(this.store).then(
+      () => {
+        this.#ready = true;
+        open();
+      },
+      // A store that can never become ready (its client was closed) is a failing store: calls go on and fail.
+      open,
+    );
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        open();
+        resolve();
+      }, startupWaitMs);
+      timer.unref();
+    });
+    return Promise.race([ready, waited]);
+  }
+
+  #succeeded(now: number, probe: boolean): void {
+    this.#consecutive = 0;
+    this.failingSince = undefined;
+    this.#count(now, false);
+    if (!probe) return;
+    if (++this.#probeRun >= this.#probeSuccesses) {
+      this.#probeRun = 0;
+      this.#cooldownMs = this.#baseCooldownMs;
+      this.#calls.fill(0);
+      this.#fails.fill(0);
+      this.#transition('closed', now);
+    }
+  }
+
+  #failed(now: number, probe: boolean): void {
+    this.failingSince ??= now;
+    this.#consecutive++;
+    this.#count(now, true);
+    if (probe) {
+      this.#probeRun = 0;
+      this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#maxCooldownMs);
+      this.#openedAt = now;
+      this.#transition('open', now);
+      return;
+    }
+    if (this.#state !== 'closed') return;
+    const { calls, fails } = this.#totals();
+    if (calls >= this.#minimumCalls ? fails >= calls * this.#rate : this.#consecutive >= this.#threshold) {
+      this.#openedAt = now;
+      this.#transition('open', now);
+    }
+  }
+
+  /** Moves the window's current slot forward to `now`, clearing the slots it passes. */
+  #roll(now: number): void {
+    const steps = Math.floor((now - this.#slotStart) / this.#slotMs);
+    if (steps <= 0) return;
+    for (let i = 0; i < Math.min(steps, SLOTS); i++) {
+      this.#slot = (this.#slot + 1) % SLOTS;
+      this.#calls[this.#slot] = 0;
+      this.#fails[this.#slot] = 0;
+    }
+    this.#slotStart += steps * this.#slotMs;
+  }
+
+  #count(now: number, failed: boolean): void {
+    if (now < this.#slotStart) now = this.#slotStart;
+    if (this.#slotStart === 0) this.#slotStart = now;
+    this.#roll(now);
+    this.#calls[this.#slot] = (this.#calls[this.#slot] as number) + 1;
+    if (failed) this.#fails[this.#slot] = (this.#fails[this.#slot] as number) + 1;
+  }
+
+  #totals(): { calls: number; fails: number } {
+    let calls = 0;
+    let fails = 0;
+    for (let i = 0; i < SLOTS; i++) {
+      calls += this.#calls[i] as number;
+      fails += this.#fails[i] as number;
+    }
+    return { calls, fails };
   }
 
   #transition(to: BreakerState, now: number): void {
     const from = this.#state;
     this.#state = to;
-    if (breakerChannel.hasSubscribers) breakerChannel.publish({ store: this.name, kind: this.store.kind, from, to, now });
+    if (breakerChannel.hasSubscribers) {
+      const { calls, fails } = this.#totals();
+      breakerChannel.publish({ store: this.name, kind: this.store.kind, from, to, now, failureRate: calls === 0 ? 0 : fails / calls, calls });
+    }
   }
 }
 

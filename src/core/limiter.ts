@@ -6,7 +6,7 @@ import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
 import { decisionChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { LocalFallback } from './fallback.js';
-import { StoreGuard, StoreTimeoutError } from './guard.js';
+import { failureReason, StoreGuard, StoreTimeoutError, type StoreHealth } from './guard.js';
 import { boundKey } from './keys.js';
 import { CheckDecision, SingleDecision, type Lease } from './decision.js';
 import { isSyncStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
@@ -54,6 +54,12 @@ export interface Limiter {
   readonly replicas: number;
   /** Circuit breaker state per store name (`'(default)'` for the default store). */
   breakerStates(): Record<string, 'closed' | 'open' | 'half-open'>;
+  /**
+   * Per store name: breaker state, failure rate and calls in its window,
+   * calls in flight, and whether the store is ready. What an operator needs
+   * to see that the limiter is deciding locally.
+   */
+  storeHealth(): Record<string, StoreHealth>;
   /** Stops background work (the discovery heartbeat). The limiter keeps working with the last-known replica count. */
   close(): void;
 }
@@ -127,6 +133,11 @@ class ChainLimiter implements Limiter {
     return Object.fromEntries(this.#groups.map((g) => [g.name, g.guard.state]));
   }
 
+  storeHealth(): Record<string, StoreHealth> {
+    const now = this.#clock.now();
+    return Object.fromEntries(this.#groups.map((g) => [g.name, g.guard.health(now)]));
+  }
+
   close(): void {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
@@ -147,7 +158,7 @@ class ChainLimiter implements Limiter {
         }
       } catch (error) {
         // Keep the last-known count during an outage.
-        if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: store.kind, error, limits: [] });
+        if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: '(default)', kind: store.kind, reason: failureReason(error), error, limits: [] });
       }
     };
     void beat();
@@ -275,6 +286,10 @@ class ChainLimiter implements Limiter {
     const results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
     await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    // A check its store could not take (open breaker, full, refused at once) is decided without any I/O. Let the
+    // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
+    // timers the store needs to recover (a closed loop of instant fallbacks would otherwise never yield).
+    if (failed.includes(true)) await new Promise<void>((resolve) => setImmediate(resolve));
     const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now);
     if (!decision.allowed && this.#groups.length > 1) await this.#compensate(ops, results, decision.results, now);
     return decision;
@@ -319,7 +334,7 @@ class ChainLimiter implements Limiter {
     if (error instanceof StoreTimeoutError && timeoutChannel.hasSubscribers) {
       timeoutChannel.publish({ store: group.name, deadlineMs: error.deadlineMs, limits: names });
     }
-    if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.name, kind: group.store.kind, error, limits: names });
+    if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: group.name, kind: group.store.kind, reason: failureReason(error), error, limits: names });
   }
 
   #decide(ops: ReadonlyArray<StoreOp | undefined>, results: Array<StoreOpResult | undefined>, failed: readonly boolean[] | undefined, now: number): Decision {
@@ -422,7 +437,9 @@ class ChainLimiter implements Limiter {
         try {
           await g.guard.run(() => g.store.refund(give, now), now);
         } catch (error) {
-          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: g.store.kind, error, limits: give.map((o) => o.limit.name) });
+          if (storeErrorChannel.hasSubscribers) {
+            storeErrorChannel.publish({ store: g.name, kind: g.store.kind, reason: failureReason(error), error, limits: give.map((o) => o.limit.name) });
+          }
         }
       }),
     );

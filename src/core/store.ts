@@ -42,8 +42,23 @@ export interface Store {
   refund(ops: readonly StoreOp[], now: number): Promise<void>;
   /** Frees a concurrency lease. */
   release(op: StoreOp, now: number): Promise<void>;
-  /** Deadline of one call in ms, enforced by the limiter for asynchronous stores. Default 8. */
+  /** Deadline of one call in ms, enforced by the limiter for asynchronous stores. Default 20. */
   readonly deadlineMs?: number | undefined;
+  /**
+   * Most calls in flight at once; a check beyond it is decided by its fail
+   * mode at once instead of queuing behind the others. Default 1000.
+   */
+  readonly maxInFlight?: number | undefined;
+  /**
+   * Resolves once the store can decide (for Redis: the client is connected
+   * and the scripts are loaded). The limiter calls it when it is created;
+   * checks made before it resolves wait for it, up to `startupWaitMs`,
+   * before their deadline starts. Optional: a store without it is ready at
+   * once.
+   */
+  ready?(): Promise<void>;
+  /** How long checks wait for `ready()` after the limiter is created, ms. Default 1000. */
+  readonly startupWaitMs?: number | undefined;
   /** Circuit breaker settings for this store (failure domain). */
   readonly breaker?: BreakerOptions | undefined;
   /**

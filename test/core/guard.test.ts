@@ -72,11 +72,13 @@ describe('store deadline and circuit breaker', () => {
     for (let i = 0; i < 50; i++) expect((await limiter.check({})).outcome).toBe('degraded');
     expect(store.calls).toBe(callsWhenOpened);
 
-    // After the cool-down one probe goes through; the store is healthy again.
+    // After the cool-down probes go through one at a time; three good ones in a row close the breaker.
     store.mode = 'ok';
     clock.advance(1000);
-    expect((await limiter.check({})).outcome).toBe('allowed');
-    expect(limiter.breakerStates()).toEqual({ '(default)': 'closed' });
+    for (let probe = 1; probe <= 3; probe++) {
+      expect((await limiter.check({})).outcome).toBe('allowed');
+      expect(limiter.breakerStates()).toEqual({ '(default)': probe < 3 ? 'half-open' : 'closed' });
+    }
     expect(transitions.map((t) => (t as { to: string }).to)).toEqual(['open', 'half-open', 'closed']);
   });
 

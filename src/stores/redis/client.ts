@@ -35,11 +35,20 @@ export interface ScriptRunner {
   readonly clientKeyPrefix: string;
   /**
    * Runs `script` by EVALSHA; on NOSCRIPT (a restarted, flushed or
-   * failed-over server) runs it once by EVAL, which also caches it again.
+   * failed-over server) loads it once with SCRIPT LOAD, shared by every call
+   * that met NOSCRIPT meanwhile, and runs EVALSHA again.
    */
   run(script: LuaScript, keys: string[], args: string[]): Promise<unknown>;
-  /** SCRIPT LOAD of `scripts` on the server, or on every master of a Cluster. */
+  /** SCRIPT LOAD of `scripts` on the server, or on every master of a Cluster. Rejects while a Cluster knows no master yet. */
   preload(scripts: readonly LuaScript[]): Promise<void>;
+  /**
+   * Calls `listener` once when the client next reports it is ready (both
+   * clients emit `'ready'`), and returns a function that removes it. A no-op
+   * for a client that is not an event emitter.
+   */
+  onceReady(listener: () => void): () => void;
+  /** Calls `listener` once when the client has ended for good (`'end'`); returns a function that removes it. */
+  onceEnded(listener: () => void): () => void;
 }
 
 type Loader = (text: string) => Promise<unknown>;
@@ -54,6 +63,7 @@ function method(o: unknown, name: string): ((...args: unknown[]) => unknown) | u
 function ioredisLoaders(c: IoredisLike, cluster: boolean): Loader[] {
   const nodes = cluster ? method(c, 'nodes') : undefined;
   const targets: unknown[] = nodes === undefined ? [c] : (nodes('master') as unknown[]);
+  if (targets.length === 0) throw new Error('redis store: the cluster knows no master yet');
   return targets.map((t) => {
     const script = method(t, 'script');
     if (script === undefined) throw new Error('redis store: this ioredis client has no script()');
@@ -66,6 +76,7 @@ async function nodeRedisLoaders(c: NodeRedisLike, cluster: boolean): Promise<Loa
   const nodeClient = method(c, 'nodeClient');
   const masters = (c as { masters?: unknown }).masters;
   const targets: unknown[] = cluster && nodeClient !== undefined && Array.isArray(masters) ? await Promise.all(masters.map((m) => nodeClient(m))) : [c];
+  if (targets.length === 0) throw new Error('redis store: the cluster knows no master yet');
   return targets.map((t) => {
     const scriptLoad = method(t, 'scriptLoad');
     if (scriptLoad === undefined) throw new Error('redis store: this node-redis client has no scriptLoad()');
@@ -75,6 +86,53 @@ async function nodeRedisLoaders(c: NodeRedisLike, cluster: boolean): Promise<Loa
 
 async function loadAll(loaders: readonly Loader[], scripts: readonly LuaScript[]): Promise<void> {
   await Promise.all(loaders.flatMap((load) => scripts.map((s) => load(s.text))));
+}
+
+/** `once(event, listener)` on an event-emitting client; returns the remover. */
+function once(client: object, event: string, listener: () => void): () => void {
+  const on = method(client, 'once');
+  const off = method(client, 'removeListener') ?? method(client, 'off');
+  if (on === undefined) return () => undefined;
+  on(event, listener);
+  return () => void off?.(event, listener);
+}
+
+/**
+ * Runs a script by EVALSHA. On NOSCRIPT (a restarted, flushed or failed-over
+ * server) every call that meets it waits on one shared SCRIPT LOAD of that
+ * script and runs EVALSHA again, so a flush under load costs one load, not a
+ * full script text per call; if the load itself fails, the call falls back
+ * to EVAL.
+ */
+function scriptRunner(
+  evalsha: (script: LuaScript, keys: string[], args: string[]) => Promise<unknown>,
+  evalText: (script: LuaScript, keys: string[], args: string[]) => Promise<unknown>,
+  preload: (scripts: readonly LuaScript[]) => Promise<void>,
+): (script: LuaScript, keys: string[], args: string[]) => Promise<unknown> {
+  const loading = new Map<string, Promise<void>>();
+  return async (script, keys, args) => {
+    try {
+      return await evalsha(script, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+    }
+    let load = loading.get(script.sha1);
+    if (load === undefined) {
+      load = preload([script]).finally(() => loading.delete(script.sha1));
+      loading.set(script.sha1, load);
+    }
+    try {
+      await load;
+    } catch {
+      return await evalText(script, keys, args);
+    }
+    try {
+      return await evalsha(script, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return await evalText(script, keys, args);
+    }
+  };
 }
 
 function isNoScript(error: unknown): boolean {
@@ -105,38 +163,37 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
   if (hasMethod(client, 'evalsha') && hasMethod(client, 'eval')) {
     const c = client as IoredisLike;
     const isCluster = cluster ?? c.isCluster === true;
+    const preload = async (scripts: readonly LuaScript[]): Promise<void> => loadAll(ioredisLoaders(c, isCluster), scripts);
     return {
       flavour: 'ioredis',
       cluster: isCluster,
       clientKeyPrefix: readKeyPrefix(c.options),
-      async run(script, keys, args) {
-        try {
-          return await c.evalsha(script.sha1, keys.length, ...keys, ...args);
-        } catch (error) {
-          if (!isNoScript(error)) throw error;
-          return await c.eval(script.text, keys.length, ...keys, ...args);
-        }
-      },
-      preload: (scripts) => loadAll(ioredisLoaders(c, isCluster), scripts),
+      run: scriptRunner(
+        (script, keys, args) => c.evalsha(script.sha1, keys.length, ...keys, ...args),
+        (script, keys, args) => c.eval(script.text, keys.length, ...keys, ...args),
+        preload,
+      ),
+      preload,
+      onceReady: (listener) => once(c, 'ready', listener),
+      onceEnded: (listener) => once(c, 'end', listener),
     };
   }
   if (hasMethod(client, 'evalSha') && hasMethod(client, 'eval')) {
     const c = client as NodeRedisLike;
     const isCluster = cluster ?? (hasMethod(client, 'getSlotRandomNode') || hasMethod(client, 'getSlotMaster'));
+    const preload = async (scripts: readonly LuaScript[]): Promise<void> => loadAll(await nodeRedisLoaders(c, isCluster), scripts);
     return {
       flavour: 'node-redis',
       cluster: isCluster,
       clientKeyPrefix: '',
-      async run(script, keys, args) {
-        const options = { keys, arguments: args };
-        try {
-          return await c.evalSha(script.sha1, options);
-        } catch (error) {
-          if (!isNoScript(error)) throw error;
-          return await c.eval(script.text, options);
-        }
-      },
-      preload: async (scripts) => loadAll(await nodeRedisLoaders(c, isCluster), scripts),
+      run: scriptRunner(
+        (script, keys, args) => c.evalSha(script.sha1, { keys, arguments: args }),
+        (script, keys, args) => c.eval(script.text, { keys, arguments: args }),
+        preload,
+      ),
+      preload,
+      onceReady: (listener) => once(c, 'ready', listener),
+      onceEnded: (listener) => once(c, 'end', listener),
     };
   }
   throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client: it has neither evalsha (ioredis) nor evalSha (node-redis)');

@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock.js';
 import { ConfigError, RateContractError } from '../../core/errors.js';
 import { storeErrorChannel } from '../../core/events.js';
-import type { BreakerOptions } from '../../core/guard.js';
+import { DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/guard.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
 import { adaptClient, type RedisClientLike, type ScriptRunner } from './client.js';
 import { batchArgs, chainArgs, decodeBatchReply, decodeChainReply, refundArgs, releaseArgs, type ChainCall, type ChainOpReply } from './codec.js';
@@ -41,8 +41,21 @@ export interface RedisStoreOptions {
   readonly keySecret?: string | undefined;
   /** Overrides Cluster detection (group keys by hash slot or not). */
   readonly cluster?: boolean | undefined;
-  /** Deadline of one call in ms, enforced by the limiter. Default: the limiter's (8 ms). */
+  /** Deadline of one call in ms, enforced by the limiter. Default 20 (see docs/fail-modes.md for the measurement). */
   readonly deadlineMs?: number | undefined;
+  /**
+   * Most checks in flight on this store at once; a check beyond it is
+   * decided by its limits' fail modes at once rather than queued behind the
+   * others (a `busy` store error). Default 1000.
+   */
+  readonly maxInFlight?: number | undefined;
+  /**
+   * How long checks made before the store is ready (client connected,
+   * scripts loaded) wait for it, ms from the limiter's creation; after that
+   * they get their limits' fail modes while the store keeps trying to
+   * become ready. Also the default timeout of `ready()`. Default 1000.
+   */
+  readonly startupWaitMs?: number | undefined;
   /** Circuit breaker settings for this store (failure domain). Default: the limiter's. */
   readonly breaker?: BreakerOptions | undefined;
   /**
@@ -79,6 +92,8 @@ interface Queued extends ChainCall {
   readonly reject: (error: unknown) => void;
 }
 
+const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript];
+
 function strip(r: ChainOpReply): StoreOpResult {
   return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs };
 }
@@ -95,8 +110,11 @@ export class RedisStore implements Store {
   readonly prefix: string;
   readonly timeMode: 'server' | 'client';
   readonly deadlineMs: number | undefined;
+  readonly maxInFlight: number | undefined;
+  readonly startupWaitMs: number;
   readonly breaker: BreakerOptions | undefined;
   readonly #runner: ScriptRunner;
+  #becameReady: Promise<void> | undefined;
   readonly #clock: Clock | undefined;
   readonly #graceMs: number;
   readonly #secret: string | undefined;
@@ -134,6 +152,12 @@ export class RedisStore implements Store {
     }
     this.#secret = options.keySecret;
     this.deadlineMs = options.deadlineMs;
+    this.maxInFlight = options.maxInFlight;
+    const startupWaitMs = options.startupWaitMs ?? DEFAULT_STARTUP_WAIT_MS;
+    if (!Number.isFinite(startupWaitMs) || startupWaitMs < 0) {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.startupWaitMs', `must be a non-negative number, got ${String(startupWaitMs)}`);
+    }
+    this.startupWaitMs = startupWaitMs;
     this.breaker = options.breaker;
     this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? 64 : 16);
   }
@@ -229,12 +253,80 @@ export class RedisStore implements Store {
 
   /**
    * Loads every script on the server (on every master of a Cluster) with
-   * SCRIPT LOAD, so the first checks after a start pay no NOSCRIPT round
-   * trip. Optional: without it the first call on each node loads the script
-   * itself. Rejects if a node cannot be reached.
+   * SCRIPT LOAD. Rejects if a node cannot be reached. `ready()` does this
+   * for you, and retries until it works.
    */
   async preload(): Promise<void> {
-    await this.#runner.preload([chainScript, refundScript, releaseScript, heartbeatScript]);
+    await this.#runner.preload(SCRIPTS);
+  }
+
+  /**
+   * Resolves once the store can decide: the client is connected and every
+   * script is loaded. The limiter starts this when it is created and holds
+   * the first checks until it resolves (up to `startupWaitMs`), so a new
+   * process decides from its first check; await it yourself to wait before
+   * a server listens. Keeps trying while Redis is unreachable; with
+   * `timeoutMs`, rejects with `RC_STORE_NOT_READY` after that long (the
+   * store keeps trying in the background). Rejects at once if the client
+   * has ended.
+   */
+  ready(options?: { readonly timeoutMs?: number | undefined }): Promise<void> {
+    const wait = options?.timeoutMs;
+    if (wait !== undefined && (!Number.isFinite(wait) || wait < 0)) {
+      throw new ConfigError('RC_INVALID_OPTION', 'ready.timeoutMs', `must be a non-negative number, got ${String(wait)}`);
+    }
+    let becoming = this.#becameReady;
+    if (becoming === undefined) {
+      becoming = this.#becameReady = this.#becomeReady();
+      // Observed by every caller; this keeps an unobserved failure (an ended client) from being an unhandled rejection.
+      becoming.catch(() => undefined);
+    }
+    if (wait === undefined) return becoming;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new RateContractError('RC_STORE_NOT_READY', `redis store not ready after ${wait} ms`)), wait);
+      timer.unref();
+      becoming.then(
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  /** Tries SCRIPT LOAD until it works: again when the client reports ready, or after a capped backoff. */
+  async #becomeReady(): Promise<void> {
+    let ended = false;
+    const stopWatching = this.#runner.onceEnded(() => (ended = true));
+    try {
+      for (let backoffMs = 25; ; backoffMs = Math.min(backoffMs * 2, 1000)) {
+        try {
+          await this.#runner.preload(SCRIPTS);
+          return;
+        } catch (error) {
+          if (ended) throw new RateContractError('RC_STORE_NOT_READY', 'redis store: the client has ended', { cause: error });
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, backoffMs);
+          timer.unref();
+          const stopReady = this.#runner.onceReady(done);
+          const stopEnd = this.#runner.onceEnded(done);
+          function done(): void {
+            clearTimeout(timer);
+            stopReady();
+            stopEnd();
+            resolve();
+          }
+        });
+        if (ended) throw new RateContractError('RC_STORE_NOT_READY', 'redis store: the client has ended');
+      }
+    } finally {
+      stopWatching();
+    }
   }
 
   /**
@@ -320,7 +412,7 @@ export class RedisStore implements Store {
       );
     } catch (error) {
       // What was not given back expires with its key: the error is on the side of rejecting.
-      if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, error, limits: idx.map((i) => (ops[i] as StoreOp).limit.name) });
+      if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, kind: this.kind, reason: 'error', error, limits: idx.map((i) => (ops[i] as StoreOp).limit.name) });
     }
   }
 

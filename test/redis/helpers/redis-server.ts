@@ -26,7 +26,7 @@ function portFree(port: number): Promise<boolean> {
 }
 
 /** A random free port in 20000..29999 whose cluster bus port (+10000) is free too. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = 20000 + Math.floor(Math.random() * 10000);
     if ((await portFree(port)) && (await portFree(port + 10000))) return port;
@@ -77,9 +77,15 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-function spawnServer(port: number, dir: string, extra: readonly string[]): ChildProcess {
+/** Options of `startRedis`. */
+export interface StartOptions {
+  /** Pin the server to this CPU (`taskset -c`), for load figures that depend on scheduling. */
+  readonly cpu?: number | undefined;
+}
+
+function spawnServer(port: number, dir: string, extra: readonly string[], options: StartOptions): ChildProcess {
   const args = ['--signal=KILL', String(LIFETIME_S), 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra];
-  const child = spawn('timeout', args, { stdio: 'ignore' });
+  const child = options.cpu === undefined ? spawn('timeout', args, { stdio: 'ignore' }) : spawn('taskset', ['-c', String(options.cpu), 'timeout', ...args], { stdio: 'ignore' });
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
@@ -98,11 +104,11 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Starts one standalone server (or, with `extra`, any configuration) on a free port. */
-export async function startRedis(extra: readonly string[] = [], fixedPort?: number): Promise<RedisServer> {
+export async function startRedis(extra: readonly string[] = [], fixedPort?: number, options: StartOptions = {}): Promise<RedisServer> {
   for (let attempt = 0; ; attempt++) {
     const port = fixedPort ?? (await freePort());
     const dir = mkdtempSync(join(tmpdir(), 'rc-redis-'));
-    let child = spawnServer(port, dir, extra);
+    let child = spawnServer(port, dir, extra, options);
     try {
       await waitFor(`redis-server on port ${port}`, 10_000, async () => {
         if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`);
@@ -123,7 +129,7 @@ export async function startRedis(extra: readonly string[] = [], fixedPort?: numb
       },
       async restart() {
         await stopChild(child);
-        child = spawnServer(port, dir, extra);
+        child = spawnServer(port, dir, extra, options);
         await waitFor(`redis-server restart on port ${port}`, 10_000, () => ping(port));
       },
     };
