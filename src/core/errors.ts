@@ -19,7 +19,9 @@ export type ErrorCode =
   | 'RC_STORE_TIMEOUT'
   | 'RC_BREAKER_OPEN'
   | 'RC_STORE_BUSY'
-  | 'RC_STORE_NOT_READY';
+  | 'RC_STORE_NOT_READY'
+  | 'RC_RATE_LIMITED'
+  | 'RC_RETRY_BUDGET_EXCEEDED';
 
 /** Base class of every error ratecontract throws. `code` is stable; `cause` is chained. */
 export class RateContractError extends Error {
