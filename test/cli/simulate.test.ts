@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { arrivals, parseSimulateArgs, simulate } from '../../src/cli/simulate.js';
+import { parseSimulateArgs } from '../../src/cli/simulate-command.js';
+import { arrivals, simulate } from '../../src/cli/simulate.js';
 
 const run = promisify(execFile);
 const bin = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
