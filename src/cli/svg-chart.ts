@@ -58,7 +58,7 @@ export function renderSvg(input: ChartInput): string {
   const width = first?.bucketMs ?? 1;
   const horizon = (first?.timeline.length ?? 1) * width;
   const top = Math.max(1, ...results.map((r) => Math.max(r.bound, r.maxInWindow)));
-  const yStep = niceStep((top * 1.08) / 4);
+  const yStep = niceStep((top * 1.08) / 5);
   const yMax = Math.ceil((top * 1.08) / yStep) * yStep;
   const plotWidth = WIDTH - LEFT - RIGHT;
   const height = HEADER + results.length * BLOCK + 8;
@@ -91,7 +91,10 @@ export function renderSvg(input: ChartInput): string {
     out.push(`<g class="chart" data-algorithm="${esc(r.algorithm)}">`);
     out.push(
       `<text class="chart-title" x="${LEFT}" y="${y0 + 18}" font-size="14" font-weight="600" fill="#1f2328">${esc(r.algorithm)}` +
-        `<tspan font-weight="400" fill="#57606a"> max ${r.maxInWindow}, bound ${r.bound} (${esc(r.boundRule)}); admitted ${r.admitted} of ${r.offered}</tspan></text>`,
+        `<tspan dx="8" font-size="12" font-weight="400" fill="#57606a">bound ${r.bound}: ${esc(r.boundRule)}</tspan></text>`,
+    );
+    out.push(
+      `<text class="chart-note" x="${LEFT + plotWidth}" y="${y0 + 18}" font-size="12" text-anchor="end" fill="#57606a">max ${r.maxInWindow}, admitted ${r.admitted} of ${r.offered}</text>`,
     );
     // Grid and y ticks.
     for (let v = 0; v <= yMax; v += yStep) {

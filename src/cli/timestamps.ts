@@ -59,7 +59,8 @@ export function parseIsoTime(text: string): number | undefined {
  */
 export function epochFromNumber(value: number): number | undefined {
   if (!Number.isFinite(value) || value < 0) return undefined;
-  return Math.floor(value >= 1e12 ? value : value * 1000);
+  // Seconds with a fraction are milliseconds written in decimal: round, as 1.95 * 1000 is 1949.999...
+  return value >= 1e12 ? Math.floor(value) : Math.round(value * 1000);
 }
 
 /** A time field's value in any of the forms above (strings of digits count as numbers). */
