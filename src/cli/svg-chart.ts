@@ -51,6 +51,15 @@ function niceStep(raw: number): number {
   return 10 * power;
 }
 
+/** A time-axis label in the unit of the tick step: `2.5s`, `90s`, `1.5m`. */
+function tickLabel(t: number, step: number): string {
+  if (t === 0) return '0';
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+    if (step >= size) return `${Math.round((t / size) * 100) / 100}${unit}`;
+  }
+  return `${t}ms`;
+}
+
 /** Renders the chart. */
 export function renderSvg(input: ChartInput): string {
   const { results, windowMs } = input;
@@ -109,7 +118,7 @@ export function renderSvg(input: ChartInput): string {
     for (let t = 0; t <= horizon; t += xStep) {
       const x = n(xOf(t));
       out.push(`<line x1="${x}" y1="${plotBottom}" x2="${x}" y2="${plotBottom + 4}" stroke="#57606a" stroke-width="1"/>`);
-      out.push(`<text class="x-tick" x="${x}" y="${plotBottom + 16}" font-size="11" text-anchor="middle" fill="#57606a">${t === 0 ? '0' : esc(formatDuration(t))}</text>`);
+      out.push(`<text class="x-tick" x="${x}" y="${plotBottom + 16}" font-size="11" text-anchor="middle" fill="#57606a">${esc(tickLabel(t, xStep))}</text>`);
     }
     out.push(`<line x1="${LEFT}" y1="${plotBottom}" x2="${LEFT + plotWidth}" y2="${plotBottom}" stroke="#57606a" stroke-width="1"/>`);
     out.push(`<line x1="${LEFT}" y1="${plotTop}" x2="${LEFT}" y2="${plotBottom}" stroke="#57606a" stroke-width="1"/>`);
