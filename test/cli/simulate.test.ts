@@ -32,8 +32,13 @@ function pureAdmissions(name: AlgorithmName, p: AlgorithmParams, times: readonly
   return out;
 }
 
+/** Runs of a property that met a rejection, and that met the fixed window above N (its bound beyond N exercised). */
+const met = { rejections: 0, fixedAboveN: 0 };
+
 function checkRun(options: SimulateOptions, results: readonly SimulationResult[], times: readonly number[]): void {
   expect(results.map((r) => r.algorithm)).toEqual(options.algorithms);
+  if (results.some((r) => r.rejected > 0)) met.rejections++;
+  if (results.some((r) => r.algorithm === 'fixed-window' && r.maxInWindow > options.limit)) met.fixedAboveN++;
   for (const r of results) {
     const algo = algorithms[r.algorithm];
     const p: AlgorithmParams = { limit: options.limit, windowMs: options.windowMs, burst: algo.usesBurst ? (options.burst ?? options.limit) : options.limit, queue: false };
@@ -77,6 +82,7 @@ describe('ratecontract simulate: numbers against the algorithms\' bounds', () =>
   });
 
   it('property: on every pattern, for random limits, windows, bursts and seeds, the max admitted in any window never exceeds the bound', async () => {
+    met.rejections = met.fixedAboveN = 0;
     await fc.assert(
       fc.asyncProperty(
         paramsArb,
@@ -90,15 +96,18 @@ describe('ratecontract simulate: numbers against the algorithms\' bounds', () =>
       ),
       fcBudget({ runs: 60, ms: 8000 }),
     );
+    expect(met.rejections).toBeGreaterThan(10);
+    expect(met.fixedAboveN).toBeGreaterThan(5);
   });
 
   it('property: the same on arbitrary traces, moved onto the clock by whole windows', async () => {
+    met.rejections = met.fixedAboveN = 0;
     await fc.assert(
       fc.asyncProperty(
         paramsArb,
         fc.integer({ min: 0, max: 2 ** 40 }),
         fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 8 }),
-        fc.array(fc.nat({ max: 200 }), { maxLength: 150 }),
+        fc.array(fc.nat({ max: 200 }), { maxLength: 150, size: 'max' }),
         async ({ limit, windowMs, burst, holdFactor }, epoch, starts, gaps) => {
           // Clusters of arrivals at an arbitrary epoch time, spread over up to 30 windows, with small gaps: bursts at window edges included.
           const raw = starts.flatMap((u) => {
@@ -119,6 +128,8 @@ describe('ratecontract simulate: numbers against the algorithms\' bounds', () =>
       ),
       fcBudget({ runs: 40, ms: 8000 }),
     );
+    expect(met.rejections).toBeGreaterThan(10);
+    expect(met.fixedAboveN).toBeGreaterThan(2);
   });
 });
 

@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DOMParser, type Element } from '@xmldom/xmldom';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers.js';
@@ -51,6 +52,19 @@ function tableRows(stdout: string): Map<string, [number, number]> {
   }
   return rows;
 }
+
+describe('docs/simulate-boundary.svg', () => {
+  it('is what the command in docs/algorithms.md generates today', async () => {
+    const file = join(dir, 'docs-check.svg');
+    const r = await runCli(['simulate', '--svg', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const docs = fileURLToPath(new URL('../../docs/simulate-boundary.svg', import.meta.url));
+    const page = await readFile(fileURLToPath(new URL('../../docs/algorithms.md', import.meta.url)), 'utf8');
+    expect(page).toContain('npx ratecontract simulate --svg docs/simulate-boundary.svg');
+    expect(page).toContain('](simulate-boundary.svg)');
+    expect(await readFile(file, 'utf8'), 'regenerate with: npm run simulate -- --svg docs/simulate-boundary.svg').toBe(await readFile(docs, 'utf8'));
+  });
+});
 
 describe.each([
   ['defaults (boundary burst, every algorithm)', []],
