@@ -28,7 +28,7 @@ export const simulateCommand: Command = {
     pattern: { type: 'string', value: 'NAME', description: `generated traffic: ${PATTERNS.join(', ')}`, default: 'boundary' },
     windows: { type: 'string', value: 'K', description: 'windows of generated traffic', default: '10' },
     seed: { type: 'string', value: 'S', description: 'seed of the bursty and poisson patterns, 0 to 4294967295', default: '1' },
-    trace: { type: 'string', value: 'FILE', description: 'replay the arrival times of FILE instead of a pattern (see below)' },
+    trace: { type: 'string', value: 'FILE', description: 'replay the arrival times of FILE (gzip or not; - for stdin) instead of a pattern' },
     hold: { type: 'string', value: 'D', description: 'how long a concurrency lease is held before release', default: '1s' },
     algorithms: { type: 'string', value: 'a,b,...', description: `algorithms to run: ${ALGORITHM_NAMES.join(', ')}`, default: 'all' },
     json: { type: 'boolean', description: 'print the numbers and time series as JSON instead of the table' },

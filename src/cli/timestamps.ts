@@ -71,3 +71,6 @@ export function parseTimeValue(value: unknown): number | undefined {
   if (/^\d+(?:\.\d+)?$/.test(text)) return epochFromNumber(Number(text));
   return parseIsoTime(text) ?? parseClfTime(text);
 }
+
+/** Field names a JSON log line's time is read from, first present wins (ISO, common log time, or an epoch number). */
+export const TIME_FIELDS: readonly string[] = ['time', 'timestamp', 'ts', '@timestamp', 'time_iso8601', 'time_local', 'msec', 'date'];

@@ -1,9 +1,5 @@
-import { open } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
-import { parseClfTime, parseIsoTime, parseTimeValue } from './timestamps.js';
-
-/** Field names whose value a JSON line's time is read from, first match wins. */
-export const JSON_TIME_FIELDS: readonly string[] = ['time', 'timestamp', 'ts', '@timestamp', 'time_local', 'time_iso8601', 'date'];
+import { openLogInput, splitLines } from './log-input.js';
+import { parseClfTime, parseIsoTime, parseTimeValue, TIME_FIELDS } from './timestamps.js';
 
 /** The most time stamps a trace may hold (they are kept in memory and sorted). */
 export const MAX_TRACE_TIMESTAMPS = 5_000_000;
@@ -17,7 +13,7 @@ const BRACKETED_CLF = /\[(\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2}(?:\.\d{1
  * The time of one line of a trace, in the first form that fits:
  * - a number alone: milliseconds on the simulation's clock (any origin);
  * - an ISO 8601 date-time alone;
- * - a JSON object with a time in one of `JSON_TIME_FIELDS` (ISO, common log
+ * - a JSON object with a time in one of `TIME_FIELDS` (ISO, common log
  *   time, or epoch seconds / milliseconds);
  * - a line holding a bracketed common log time, `[10/Oct/2000:13:55:36 -0700]`
  *   (nginx and Apache `combined` and `common`).
@@ -36,7 +32,7 @@ export function traceLineTime(line: string): number | 'skip' | undefined {
       return undefined;
     }
     if (record === null || typeof record !== 'object' || Array.isArray(record)) return undefined;
-    for (const field of JSON_TIME_FIELDS) {
+    for (const field of TIME_FIELDS) {
       if (Object.hasOwn(record, field)) return parseTimeValue((record as Record<string, unknown>)[field]);
     }
     return undefined;
@@ -60,42 +56,26 @@ export interface Trace {
   readonly malformedLines: readonly number[];
 }
 
-/** Reads a trace file line by line (see `traceLineTime`). Throws when the file cannot be read or holds no time at all. */
+/**
+ * Reads a trace line by line (see `traceLineTime`): a file, gzip or not, or
+ * `'-'` for stdin. Throws when it cannot be read or holds no time at all.
+ */
 export async function readTrace(file: string): Promise<Trace> {
   const times: number[] = [];
   const malformedLines: number[] = [];
   let malformed = 0;
   let lines = 0;
-  let handle;
-  try {
-    handle = await open(file);
-  } catch (error) {
-    throw new Error(`cannot read trace ${file}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-  const input = handle.createReadStream({ encoding: 'utf8' });
-  const reader = createInterface({ input, crlfDelay: Infinity });
-  try {
-    for await (const line of reader) {
-      lines++;
-      const t = traceLineTime(line);
-      if (t === 'skip') continue;
-      if (t === undefined) {
-        malformed++;
-        if (malformedLines.length < KEEP_MALFORMED) malformedLines.push(lines);
-        continue;
-      }
-      if (times.length >= MAX_TRACE_TIMESTAMPS) throw new Error(`trace ${file}: more than ${MAX_TRACE_TIMESTAMPS} time stamps`);
-      times.push(t);
+  for await (const line of splitLines(await openLogInput(file, process.stdin, 'trace'))) {
+    lines = line.number;
+    const t = line.text === undefined ? undefined : traceLineTime(line.text);
+    if (t === 'skip') continue;
+    if (t === undefined) {
+      malformed++;
+      if (malformedLines.length < KEEP_MALFORMED) malformedLines.push(line.number);
+      continue;
     }
-  } catch (error) {
-    if (error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code.startsWith('E')) {
-      throw new Error(`cannot read trace ${file}: ${error.message}`, { cause: error });
-    }
-    throw error;
-  } finally {
-    reader.close();
-    input.destroy();
-    await handle.close().catch(() => undefined);
+    if (times.length >= MAX_TRACE_TIMESTAMPS) throw new Error(`trace ${file}: more than ${MAX_TRACE_TIMESTAMPS} time stamps`);
+    times.push(t);
   }
   if (times.length === 0) {
     throw new Error(

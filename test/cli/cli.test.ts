@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, STACK_LINE } from './helpers.js';
 
@@ -204,6 +205,18 @@ describe('ratecontract simulate: output', () => {
     expect(doc.traffic).toMatchObject({ pattern: 'trace', offered: 7, origin: 0, windows: 2 });
     const by = Object.fromEntries(doc.algorithms.map((a) => [a.algorithm, a]));
     expect(by['sliding-log']).toMatchObject({ admitted: 4, maxInWindow: 2, bound: 2 });
+  });
+
+  it('--trace reads gzip files and stdin (-)', async () => {
+    const text = ['0', '10', '20', '30', '40', '1010', '1011'].join('\n') + '\n';
+    const gz = join(dir, 'ms.txt.gz');
+    await writeFile(gz, gzipSync(Buffer.from(text)));
+    const args = ['--limit', '2', '--window', '1s', '--algorithms', 'sliding-log'];
+    const fromGzip = await json(['--trace', gz, ...args]);
+    expect(fromGzip.algorithms[0]).toMatchObject({ offered: 7, admitted: 4, maxInWindow: 2, bound: 2 });
+    const r = await runCli(['simulate', '--json', '--trace', '-', ...args], { input: text });
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as JsonRun).algorithms).toEqual(fromGzip.algorithms);
   });
 
   it('without --json the terminal table stays, and --svg writes the chart too', async () => {
