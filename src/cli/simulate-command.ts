@@ -20,7 +20,7 @@ const ALGORITHM_NAMES = Object.keys(algorithms) as AlgorithmName[];
 /** The `simulate` command: its options and usage, declared once. */
 export const simulateCommand: Command = {
   name: 'simulate',
-  summary: 'run every algorithm on a traffic pattern or a trace with a virtual clock and compare what each admits with its theoretical bound',
+  summary: 'run the algorithms on a traffic pattern or a trace, on a virtual clock, against their bounds',
   options: {
     limit: { type: 'string', value: 'N', description: 'requests per window', default: '100' },
     window: { type: 'string', value: 'W', description: "window: ms, or a duration such as '500ms', '60s', '15m'", default: '60s' },
