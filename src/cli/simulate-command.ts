@@ -83,10 +83,10 @@ export interface SimulateRequest {
 
 /** Checks the parsed options of `simulate`; every bad value is an `ArgumentError` naming its option. */
 export function simulateRequest(args: ParsedArgs): SimulateRequest {
-  const limit = integerOption(args, 'limit', 100, 1, 1_000_000);
+  const limit = integerOption(args, 'limit', 100, 1, 100_000);
   const windowMs = durationOption(args, 'window', 60_000);
   const burstRaw = stringOption(args, 'burst');
-  const burst = burstRaw === undefined ? undefined : integerOption(args, 'burst', 0, 1, 1_000_000);
+  const burst = burstRaw === undefined ? undefined : integerOption(args, 'burst', 0, 1, 100_000);
   const windows = integerOption(args, 'windows', 10, 1, 100_000);
   const seed = integerOption(args, 'seed', 1, 0, 2 ** 32 - 1);
   const holdMs = durationOption(args, 'hold', 1000);

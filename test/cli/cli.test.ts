@@ -78,7 +78,7 @@ describe.each(SUBCOMMANDS)('ratecontract %s', (name) => {
 
 describe('ratecontract simulate: bad values', () => {
   it.each([
-    [['--limit', 'abc'], '--limit must be an integer from 1 to 1000000, got "abc"'],
+    [['--limit', 'abc'], '--limit must be an integer from 1 to 100000, got "abc"'],
     [['--limit', '0'], '--limit must be an integer'],
     [['--limit', '2.5'], '--limit must be an integer'],
     [['--limit'], 'option --limit needs a value'],
@@ -94,8 +94,8 @@ describe('ratecontract simulate: bad values', () => {
     [['--pattern', 'sawtooth'], '--pattern must be one of boundary, steady, bursty, poisson, got "sawtooth"'],
     [['--algorithms', 'gcra,nope'], '--algorithms: unknown algorithm nope'],
     [['--algorithms', 'gcra,gcra'], '--algorithms: an algorithm is named twice'],
-    [['--limit', '1000000', '--windows', '100'], 'at most 10000000'],
-    [['--limit', '1000000', '--window', '30d'], '--window: 30d with a limit or burst of 1000000 is beyond the 2^49 range'],
+    [['--limit', '100000', '--windows', '200'], 'at most 10000000'],
+    [['--limit', '100000', '--window', '100d'], '--window: 100d with a limit or burst of 100000 is beyond the 2^49 range'],
     [['--trace', 'x.log', '--pattern', 'steady'], '--trace and --pattern cannot be combined'],
     [['--trace', 'x.log', '--windows', '3'], '--trace and --windows cannot be combined'],
     [['--svg='], '--svg needs a file name'],
