@@ -1,33 +1,46 @@
 #!/usr/bin/env node
-import { parseSimulateArgs, renderTable, simulate } from './simulate.js';
+import { ArgumentError, EXIT_USAGE, formatUsage, runCommand, type Command } from './args.js';
+import { simulateCommand } from './simulate-command.js';
 
-const USAGE = `usage: ratecontract <command> [options]
+/** Every command, in the order `ratecontract help` lists them. */
+const COMMANDS: readonly Command[] = [simulateCommand];
 
-commands:
-  simulate   run every algorithm on a traffic pattern with a virtual clock and
-             compare what each admits with its theoretical bound
-             options: --limit N (100) --window W (60s) --burst B
-                      --pattern boundary|steady|bursty (boundary) --windows K (10)
-                      --hold D (1s, concurrency lease hold) --algorithms a,b,...
-  help       print this text`;
+function usage(): string {
+  const width = Math.max(4, ...COMMANDS.map((c) => c.name.length));
+  return [
+    'usage: ratecontract <command> [options]',
+    '',
+    'commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    `  ${'help'.padEnd(width)}  print this text; 'ratecontract help <command>' or 'ratecontract <command> --help' for one command`,
+    '',
+    'Exit codes: 0 success, 1 the command found a problem, 2 bad usage or unreadable input.',
+  ].join('\n');
+}
+
+function help(topic: string | undefined): number {
+  if (topic === undefined) {
+    process.stdout.write(usage() + '\n');
+    return 0;
+  }
+  const command = COMMANDS.find((c) => c.name === topic);
+  if (command === undefined) throw new ArgumentError(`unknown command ${JSON.stringify(topic)}`);
+  process.stdout.write(formatUsage(command) + '\n');
+  return 0;
+}
 
 async function main(argv: readonly string[]): Promise<number> {
-  const [command = 'help', ...rest] = argv;
+  const [command, ...rest] = argv;
   switch (command) {
-    case 'simulate': {
-      const options = parseSimulateArgs(rest);
-      const results = await simulate(options);
-      process.stdout.write(renderTable(options, results) + '\n');
-      return 0;
-    }
+    case 'simulate':
+      return runCommand(simulateCommand, rest);
+    case undefined:
     case 'help':
     case '--help':
     case '-h':
-      process.stdout.write(USAGE + '\n');
-      return 0;
+      return help(rest[0]);
     default:
-      process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
-      return 2;
+      throw new ArgumentError(`unknown command ${JSON.stringify(command)}`);
   }
 }
 
@@ -36,7 +49,13 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`ratecontract: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 2;
+    if (error instanceof ArgumentError) {
+      const where = error.command !== undefined ? `ratecontract ${error.command.name}` : 'ratecontract';
+      const text = error.command !== undefined ? formatUsage(error.command, true) : usage();
+      process.stderr.write(`${where}: ${error.message}\n\n${text}\n`);
+    } else {
+      process.stderr.write(`ratecontract: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+    process.exitCode = EXIT_USAGE;
   },
 );
