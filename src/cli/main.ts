@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { runCheck } from './check.js';
 import { parseSimulateArgs, renderTable, simulate } from './simulate.js';
 
 const USAGE = `usage: ratecontract <command> [options]
@@ -9,6 +10,9 @@ commands:
              options: --limit N (100) --window W (60s) --burst B
                       --pattern boundary|steady|bursty (boundary) --windows K (10)
                       --hold D (1s, concurrency lease hold) --algorithms a,b,...
+  check      validate a contract file (YAML or JSON); exit 0 with a summary,
+             2 with the error line
+             options: --config FILE (default: the built-in demo contract)
   help       print this text`;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -20,6 +24,8 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(renderTable(options, results) + '\n');
       return 0;
     }
+    case 'check':
+      return runCheck(rest, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
     case 'help':
     case '--help':
     case '-h':

@@ -15,7 +15,12 @@ export type ErrorCode =
   | 'RC_UNKNOWN_STORE'
   | 'RC_FAIL_OPEN_UNACKNOWLEDGED'
   | 'RC_INVALID_COST'
-  | 'RC_STORE_FAILURE';
+  | 'RC_STORE_FAILURE'
+  | 'RC_UNKNOWN_LIMIT'
+  | 'RC_INVALID_ROUTE'
+  | 'RC_DUPLICATE_ROUTE'
+  | 'RC_CONFIG_SYNTAX'
+  | 'RC_CONFIG_UNREADABLE';
 
 /** Base class of every error ratecontract throws. `code` is stable; `cause` is chained. */
 export class RateContractError extends Error {

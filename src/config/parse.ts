@@ -1,0 +1,73 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { isNode, LineCounter, parseDocument, type Document } from 'yaml';
+import { ConfigError } from '../core/errors.js';
+import { ConfigFileError } from './errors.js';
+import type { RateContractConfig } from './types.js';
+import { parsePath, validateConfig } from './validate.js';
+
+/** Options of `parseConfig`. */
+export interface ParseConfigOptions {
+  /** The name used in messages, for example `ratecontract.yaml`. */
+  readonly file: string;
+  /** Folder that relative paths in the file are resolved against. Default: the folder of `file`. */
+  readonly baseDir?: string | undefined;
+}
+
+/** Line and column of the value at `option` in the document, or of its nearest enclosing value that exists. */
+function position(doc: Document, lines: LineCounter, option: string): { line: number; column: number } | undefined {
+  const path = parsePath(option);
+  for (let n = path.length; n >= 0; n--) {
+    const node: unknown = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);
+    if (isNode(node) && node.range !== undefined && node.range !== null) {
+      const { line, col } = lines.linePos(node.range[0]);
+      return { line, column: col };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Parses and validates a config file's text (YAML 1.2, or JSON, which is
+ * YAML too). Returns the typed config; throws a `ConfigFileError` naming the
+ * file, the path inside it, what is wrong and the line.
+ */
+export function parseConfig(text: string, options: ParseConfigOptions): RateContractConfig {
+  const { file } = options;
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, strict: true, merge: false, version: '1.2' });
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  if (problem !== undefined) {
+    const at = problem.linePos?.[0];
+    const detail = problem.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? 'invalid YAML';
+    const where = at === undefined ? undefined : { line: at.line, column: at.col };
+    throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', `${where === undefined ? '' : `line ${where.line}, column ${where.column}: `}${detail}`, where);
+  }
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', error instanceof Error ? error.message : String(error), undefined, { cause: error });
+  }
+  try {
+    return validateConfig(data, { file, baseDir: options.baseDir ?? dirname(resolve(file)) });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      const detail = error.message.startsWith(`${error.option}: `) ? error.message.slice(error.option.length + 2) : error.message;
+      throw new ConfigFileError(error.code, file, error.option, detail, position(doc, lines, error.option), { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** Reads, parses and validates a config file. An unreadable file throws a `ConfigFileError` with code `RC_CONFIG_UNREADABLE`. */
+export async function loadConfig(path: string): Promise<RateContractConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const reason = error instanceof Error && 'code' in error ? `${String(error.code)}: ${error.message.replace(/^[A-Z]+: /, '').replace(/, \w+ '.*'$/, '')}` : String(error);
+    throw new ConfigFileError('RC_CONFIG_UNREADABLE', path, '', `cannot read the file (${reason})`, undefined, { cause: error });
+  }
+  return parseConfig(text, { file: path });
+}
