@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { isNode, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { ConfigError } from '../core/errors.js';
 import { ConfigFileError } from './errors.js';
 import type { RateContractConfig } from './types.js';
@@ -17,6 +17,18 @@ export interface ParseConfigOptions {
 /** Line and column of the value at `option` in the document, or of its nearest enclosing value that exists. */
 function position(doc: Document, lines: LineCounter, option: string): { line: number; column: number } | undefined {
   const path = parsePath(option);
+  // A named option: point at its key (an unknown or misspelt option is the key itself).
+  const last = path[path.length - 1];
+  if (typeof last === 'string') {
+    const parent: unknown = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, -1), true);
+    if (isMap(parent)) {
+      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === last);
+      if (pair !== undefined && isNode(pair.key) && pair.key.range) {
+        const { line, col } = lines.linePos(pair.key.range[0]);
+        return { line, column: col };
+      }
+    }
+  }
   for (let n = path.length; n >= 0; n--) {
     const node: unknown = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);
     if (isNode(node) && node.range !== undefined && node.range !== null) {
@@ -66,7 +78,8 @@ export async function loadConfig(path: string): Promise<RateContractConfig> {
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    const reason = error instanceof Error && 'code' in error ? `${String(error.code)}: ${error.message.replace(/^[A-Z]+: /, '').replace(/, \w+ '.*'$/, '')}` : String(error);
+    // Node's text without the syscall and path: "ENOENT: no such file or directory".
+    const reason = error instanceof Error && 'code' in error ? `${String(error.code)}: ${error.message.replace(/^[A-Z]+: /, '').split(',')[0] ?? ''}` : String(error);
     throw new ConfigFileError('RC_CONFIG_UNREADABLE', path, '', `cannot read the file (${reason})`, undefined, { cause: error });
   }
   return parseConfig(text, { file: path });

@@ -18,9 +18,13 @@ export interface RuntimeOptions {
    * Connects to a Redis store's URL. Default: ioredis (an optional peer
    * dependency), `new Redis(url)`, or `new Cluster([url])` with `cluster: true`.
    */
-  readonly connectRedis?: ((url: string, store: RedisStoreConfig, name: string) => OwnedRedisClient | Promise<OwnedRedisClient>) | undefined;
+  readonly connectRedis?:
+    | ((url: string, store: RedisStoreConfig, name: string, onError: (error: unknown) => void) => OwnedRedisClient | Promise<OwnedRedisClient>)
+    | undefined;
   /** Time source of every limiter. Default the system clock. */
   readonly clock?: Clock | undefined;
+  /** Connection errors of the Redis clients the runtime opened (the limiter's fail modes decide meanwhile). Default: ignored. */
+  readonly onRedisError?: ((store: string, error: unknown) => void) | undefined;
   /** With `replicas: discover`: heartbeat period, ms. Default 5000. */
   readonly heartbeatMs?: number | undefined;
 }
@@ -48,12 +52,14 @@ export interface ContractRuntime {
   close(): Promise<void>;
 }
 
+type IoredisClient = RedisClientLike & { quit(): Promise<unknown>; on(event: 'error', listener: (error: unknown) => void): unknown };
+
 interface IoredisModule {
-  readonly default: new (url: string, options?: Record<string, unknown>) => RedisClientLike & { quit(): Promise<unknown> };
-  readonly Cluster: new (nodes: string[], options?: Record<string, unknown>) => RedisClientLike & { quit(): Promise<unknown> };
+  readonly default: new (url: string, options?: Record<string, unknown>) => IoredisClient;
+  readonly Cluster: new (nodes: string[], options?: Record<string, unknown>) => IoredisClient;
 }
 
-async function connectWithIoredis(url: string, store: RedisStoreConfig): Promise<OwnedRedisClient> {
+async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onError: (error: unknown) => void): Promise<OwnedRedisClient> {
   const name = 'ioredis';
   let mod: IoredisModule;
   try {
@@ -64,6 +70,7 @@ async function connectWithIoredis(url: string, store: RedisStoreConfig): Promise
   // Commands fail fast while disconnected, so the limiter's fail modes decide instead of a growing queue.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: true };
   const client = store.cluster === true ? new mod.Cluster([url], { redisOptions: options }) : new mod.default(url, options);
+  client.on('error', onError);
   return {
     client,
     close: async () => {
@@ -109,7 +116,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
         stores[name] = memoryStore({ ...(s.maxKeys !== undefined && { maxKeys: s.maxKeys }), ...(s.overflowSlots !== undefined && { overflowSlots: s.overflowSlots }) });
         continue;
       }
-      const c = await connect(s.url, s, name);
+      const c = await connect(s.url, s, name, (error) => options.onRedisError?.(name, error));
       owned.push(c);
       stores[name] = redisStore({
         client: c.client,

@@ -55,7 +55,10 @@ function list(v: unknown, path: ConfigPath, what: string): readonly unknown[] {
 
 function onlyKeys(o: Obj, path: ConfigPath, allowed: readonly string[]): void {
   for (const k of Object.keys(o)) {
-    if (!allowed.includes(k)) fail('RC_INVALID_OPTION', [...path, k], `unknown option ${JSON.stringify(k)}${didYouMean(k, allowed)}; expected one of ${allowed.join(', ')}`);
+    if (!allowed.includes(k)) {
+      const hint = didYouMean(k, allowed);
+      fail('RC_INVALID_OPTION', [...path, k], `unknown option ${JSON.stringify(k)}${hint === '' ? `; expected one of ${allowed.join(', ')}` : hint}`);
+    }
   }
 }
 

@@ -74,7 +74,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   const algorithm: AlgorithmName = def.algorithm ?? 'gcra';
   const algo = algorithms[algorithm] as (typeof algorithms)[AlgorithmName] | undefined;
   if (typeof algorithm !== 'string' || algo === undefined || !Object.hasOwn(algorithms, algorithm)) {
-    throw new ConfigError('RC_UNKNOWN_ALGORITHM', `${where}algorithm`, `unknown algorithm ${JSON.stringify(def.algorithm)}${typeof def.algorithm === 'string' ? didYouMean(def.algorithm, Object.keys(algorithms)) : ''}; expected one of ${Object.keys(algorithms).join(', ')}`);
+    throw new ConfigError('RC_UNKNOWN_ALGORITHM', `${where}algorithm`, `unknown algorithm ${JSON.stringify(def.algorithm)}; expected one of ${Object.keys(algorithms).join(', ')}${typeof def.algorithm === 'string' ? didYouMean(def.algorithm, Object.keys(algorithms)) : ''}`);
   }
   const limit = positiveInt(def.limit, 'RC_INVALID_LIMIT', `${where}limit`);
   const windowMs = parseDuration(def.window, `${where}window`);
