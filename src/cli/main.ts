@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { runAudit } from './audit.js';
 import { runCheck } from './check.js';
 import { parseSimulateArgs, renderTable, simulate } from './simulate.js';
 
@@ -13,6 +14,10 @@ commands:
   check      validate a contract file (YAML or JSON); exit 0 with a summary,
              2 with the error line
              options: --config FILE (default: the built-in demo contract)
+  audit      the contract table of a config and its findings; exit 1 on an
+             error finding, 2 on an unreadable config
+             options: --config FILE (default: the built-in demo contract)
+                      --json | --markdown  --against OLD_FILE
   help       print this text`;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -26,6 +31,8 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case 'check':
       return runCheck(rest, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+    case 'audit':
+      return runAudit(rest, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
     case 'help':
     case '--help':
     case '-h':

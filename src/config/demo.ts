@@ -6,7 +6,9 @@ export const DEMO_CONFIG_FILE = '(built-in demo)';
 
 /**
  * The built-in demo contract, modelled on the design's OTP case, on memory
- * stores. `examples/ratecontract.yaml` is the same text (a test holds them
+ * stores: POST /otp/send with per-recipient, per-tenant, per-IP and global
+ * limits; POST /login per account (and per IP); GET /search per tenant
+ * (and per IP for anonymous callers); GET /health unlimited. `examples/ratecontract.yaml` is the same text (a test holds them
  * equal), to copy and edit.
  */
 export const DEMO_CONFIG_YAML = `# ratecontract demo contract: the one-time-password case from the design.
@@ -57,6 +59,15 @@ limits:
     key: body.username
     store: abuse
     reason: password guessing against one account; 5 tries per 15 min stops online guessing
+  - name: login-ip
+    purpose: abuse
+    algorithm: gcra
+    limit: 30
+    window: 15m
+    burst: 10
+    key: ip
+    store: abuse
+    reason: password spraying from one address across many accounts, and requests without a username
   - name: search-tenant
     purpose: shedding
     algorithm: token-bucket
@@ -66,13 +77,22 @@ limits:
     key: principal
     store: shared
     reason: search is CPU-bound; one tenant may use at most a fifth of the cluster's 100 queries per second
+  - name: search-ip
+    purpose: shedding
+    algorithm: token-bucket
+    limit: 5
+    window: 1s
+    burst: 10
+    key: ip
+    store: shared
+    reason: anonymous search shares capacity per address; a tenant's callers are bounded by search-tenant
 routes:
   - match: POST /otp/send
     limits: [otp-recipient, otp-tenant, otp-ip, otp-global]
   - match: POST /login
-    limits: [login-account]
+    limits: [login-account, login-ip]
   - match: GET /search
-    limits: [search-tenant]
+    limits: [search-tenant, search-ip]
   - match: GET /health
     limits: []
 http:

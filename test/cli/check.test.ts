@@ -36,7 +36,7 @@ describe('ratecontract check (built CLI)', () => {
   it('without --config: the built-in demo contract', async () => {
     const r = await run('check');
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('(built-in demo): ok: 6 limits (4 abuse, 2 shedding), 4 routes (1 unlimited), 2 stores (2 memory), replicas 1\n');
+    expect(r.stdout).toBe('(built-in demo): ok: 8 limits (5 abuse, 3 shedding), 4 routes (1 unlimited), 2 stores (2 memory), replicas 1\n');
   });
 
   it('an invalid file: exit 2 and exactly the error line, no stack trace', async () => {

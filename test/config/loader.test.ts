@@ -163,8 +163,8 @@ describe('the built-in demo contract', () => {
     expect(c.file).toBe(DEMO_CONFIG_FILE);
     expect(Object.fromEntries(c.routes.map((r) => [r.match, r.limits]))).toEqual({
       'POST /otp/send': ['otp-recipient', 'otp-tenant', 'otp-ip', 'otp-global'],
-      'POST /login': ['login-account'],
-      'GET /search': ['search-tenant'],
+      'POST /login': ['login-account', 'login-ip'],
+      'GET /search': ['search-tenant', 'search-ip'],
       'GET /health': [],
     });
     const by = new Map(c.compiled.map((l) => [l.name, l]));
