@@ -25,7 +25,8 @@ function limitChanges(a: AuditRow, b: AuditRow): ContractChange[] {
   };
   if (a.purpose !== b.purpose) push('purpose', a.purpose, b.purpose, a.purpose === 'abuse', a.purpose === 'abuse' ? 'no longer a security control' : '');
   if (a.key !== b.key) push('key', a.key, b.key, b.clientSupplied && !a.clientSupplied, b.clientSupplied && !a.clientSupplied ? 'now a value the client chooses' : '');
-  if (numbers(a) !== numbers(b) || a.cost !== b.cost) {
+  const numbersChanged = numbers(a) !== numbers(b) || a.cost !== b.cost;
+  if (numbersChanged) {
     const higherDay = a.maxPerDay !== null && (b.maxPerDay === null || b.maxPerDay > a.maxPerDay);
     const higherWindow = b.maxPerWindow / b.windowMs > a.maxPerWindow / a.windowMs || b.burst > a.burst;
     const weakens = higherDay || higherWindow || b.cost < a.cost;
@@ -34,7 +35,8 @@ function limitChanges(a: AuditRow, b: AuditRow): ContractChange[] {
   if (a.onError !== b.onError) {
     const weakens = FAIL_STRENGTH[b.onError] < FAIL_STRENGTH[a.onError];
     push('fail-mode', a.onError, b.onError, weakens, weakens ? `fails ${b.onError === 'open' ? 'open' : 'softer'} when the store is down` : '');
-  } else if (a.outageMaxPerWindow !== b.outageMaxPerWindow || a.failClosedAfterMs !== b.failClosedAfterMs) {
+  } else if ((!numbersChanged && a.outageMaxPerWindow !== b.outageMaxPerWindow) || a.failClosedAfterMs !== b.failClosedAfterMs) {
+    // Outage numbers that moved only because N did are already in the numbers change.
     const weakens = (b.outageMaxPerWindow ?? Infinity) > (a.outageMaxPerWindow ?? Infinity) || b.failClosedAfterMs > a.failClosedAfterMs;
     push('fail-mode', a.failMode, b.failMode, weakens, weakens ? 'more admitted during an outage' : '');
   }
