@@ -23,3 +23,5 @@ export type {
   IdentifyConfig,
   JwtConfig,
 } from './types.js';
+export { auditContract, failureDomain, type AuditReport, type AuditRow, type Finding, type FindingCode, type Severity } from './audit.js';
+export { diffContracts, type ContractChange } from './audit-diff.js';

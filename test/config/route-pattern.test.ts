@@ -1,6 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/core/errors.js';
-import { RouteTable, normalisePath, parseRoutePattern } from '../../src/config/route-pattern.js';
+import { RouteTable, compareSpecificity, matchSegments, normalisePath, parseRoutePattern } from '../../src/config/route-pattern.js';
+import { fcBudget } from '../helpers/fc-budget.js';
 
 function table(...matches: string[]): RouteTable<string> {
   return new RouteTable(matches.map((m, i) => ({ pattern: parseRoutePattern(m, `routes[${i}].match`), value: m })));
@@ -95,5 +97,35 @@ describe('route matching: most specific wins', () => {
     expect(only.match('GET', '/users')).toBeUndefined();
     expect(only.match('GET', '/users/1/2')).toBeUndefined();
     expect(only.match('GET', '/Users/1')).toBeUndefined();
+  });
+});
+
+describe('route matching properties', () => {
+  const segment = fc.constantFrom('a', 'b', ':p', ':q');
+  const patternArb = fc
+    .tuple(fc.constantFrom('GET', 'POST', 'HEAD', '*'), fc.array(segment, { maxLength: 3 }), fc.boolean())
+    .map(([m, segs, star]) => `${m} /${[...segs.map((x, i) => (x.startsWith(':') ? `${x}${i}` : x)), ...(star ? ['*'] : [])].join('/')}`);
+
+  it('the winner matches, nothing that matches is more specific, and the order of the routes does not matter', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(patternArb, { minLength: 1, maxLength: 12, selector: (m) => parseRoutePattern(m, 'm').shape }),
+        fc.constantFrom('GET', 'POST', 'HEAD', 'PUT'),
+        fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 4 }),
+        fc.integer(),
+        (matches, method, segs, seed) => {
+          const path = `/${segs.join('/')}`;
+          const patterns = matches.map((m) => parseRoutePattern(m, 'm'));
+          const best = new RouteTable(patterns.map((p) => ({ pattern: p, value: p.source }))).match(method, path);
+          const shuffled = [...patterns].sort((x, y) => ((x.shape.length * 31 + seed) % 7) - ((y.shape.length * 31 + seed) % 7) || (x.shape < y.shape ? 1 : -1));
+          const again = new RouteTable(shuffled.map((p) => ({ pattern: p, value: p.source }))).match(method, path);
+          expect(again?.value).toBe(best?.value);
+          const fits = patterns.filter((p) => (p.method === method || p.method === '*' || (p.method === 'GET' && method === 'HEAD')) && matchSegments(p, normalisePath(path)) !== undefined);
+          expect(best === undefined).toBe(fits.length === 0);
+          if (best !== undefined) for (const p of fits) expect(compareSpecificity(p, best.pattern, method)).toBeGreaterThanOrEqual(0);
+        },
+      ),
+      fcBudget({ runs: 500 }),
+    );
   });
 });
