@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { ConfigError } from '../core/errors.js';
 import { ConfigFileError } from './errors.js';
+import { verifyKeyFiles } from './key-files.js';
 import type { RateContractConfig } from './types.js';
 import { parsePath, validateConfig } from './validate.js';
 
@@ -12,6 +13,8 @@ export interface ParseConfigOptions {
   readonly file: string;
   /** Folder that relative paths in the file are resolved against. Default: the folder of `file`. */
   readonly baseDir?: string | undefined;
+  /** Also read the files the config names (JWT keys) and check they hold keys. Default false; `loadConfig` sets it. */
+  readonly checkFiles?: boolean | undefined;
 }
 
 /** Line and column of the value at `option` in the document, or of its nearest enclosing value that exists. */
@@ -62,7 +65,9 @@ export function parseConfig(text: string, options: ParseConfigOptions): RateCont
     throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', error instanceof Error ? error.message : String(error), undefined, { cause: error });
   }
   try {
-    return validateConfig(data, { file, baseDir: options.baseDir ?? dirname(resolve(file)) });
+    const config = validateConfig(data, { file, baseDir: options.baseDir ?? dirname(resolve(file)) });
+    if (options.checkFiles === true) verifyKeyFiles(config);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) {
       const detail = error.message.startsWith(`${error.option}: `) ? error.message.slice(error.option.length + 2) : error.message;
@@ -72,7 +77,7 @@ export function parseConfig(text: string, options: ParseConfigOptions): RateCont
   }
 }
 
-/** Reads, parses and validates a config file. An unreadable file throws a `ConfigFileError` with code `RC_CONFIG_UNREADABLE`. */
+/** Reads, parses and validates a config file, and checks the key files it names. An unreadable file throws a `ConfigFileError` with code `RC_CONFIG_UNREADABLE`. */
 export async function loadConfig(path: string): Promise<RateContractConfig> {
   let text: string;
   try {
@@ -82,5 +87,5 @@ export async function loadConfig(path: string): Promise<RateContractConfig> {
     const reason = error instanceof Error && 'code' in error ? `${String(error.code)}: ${error.message.replace(/^[A-Z]+: /, '').split(',')[0] ?? ''}` : String(error);
     throw new ConfigFileError('RC_CONFIG_UNREADABLE', path, '', `cannot read the file (${reason})`, undefined, { cause: error });
   }
-  return parseConfig(text, { file: path });
+  return parseConfig(text, { file: path, checkFiles: true });
 }

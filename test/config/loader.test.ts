@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,6 +155,48 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigFileError);
     expect((error as ConfigFileError).code).toBe('RC_CONFIG_UNREADABLE');
     expect((error as ConfigFileError).message).toBe('/nonexistent/ratecontract.yaml: cannot read the file (ENOENT: no such file or directory)');
+  });
+});
+
+describe('loadConfig checks the JWT key files a config names', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rc-keys-'));
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  writeFileSync(join(dir, 'pub.pem'), publicKey.export({ type: 'spki', format: 'pem' }));
+  writeFileSync(join(dir, 'private.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'ES256' }] }));
+  writeFileSync(join(dir, 'hmac-jwks.json'), JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0' }] }));
+  writeFileSync(join(dir, 'empty-jwks.json'), JSON.stringify({ keys: [] }));
+  writeFileSync(join(dir, 'garbage.pem'), 'not a key\n');
+  const contract = (jwt: string): string => {
+    const file = join(dir, `c-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(file, `limits: []\nroutes: []\nhttp:\n  identify:\n    jwt: { ${jwt}, claim: sub }\n`);
+    return file;
+  };
+
+  it('accepts a PEM public key and a JWKS, resolved against the file\'s folder', async () => {
+    expect((await loadConfig(contract('publicKeyFile: pub.pem'))).http.identify).toEqual({ jwt: { claim: 'sub', publicKeyFile: join(dir, 'pub.pem') } });
+    expect((await loadConfig(contract('jwksFile: jwks.json'))).http.identify).toEqual({ jwt: { claim: 'sub', jwksFile: join(dir, 'jwks.json') } });
+  });
+
+  it.each([
+    ['publicKeyFile: missing.pem', 'http.identify.jwt.publicKeyFile', `cannot read ${join(dir, 'missing.pem')} (ENOENT)`],
+    ['publicKeyFile: garbage.pem', 'http.identify.jwt.publicKeyFile', `${join(dir, 'garbage.pem')} does not hold a PEM public key`],
+    ['publicKeyFile: private.pem', 'http.identify.jwt.publicKeyFile', 'holds a private key: give the public key only'],
+    ['jwksFile: garbage.pem', 'http.identify.jwt.jwksFile', `${join(dir, 'garbage.pem')} is not JSON`],
+    ['jwksFile: empty-jwks.json', 'http.identify.jwt.jwksFile', 'it needs a non-empty "keys" list'],
+    ['jwksFile: hmac-jwks.json', 'http.identify.jwt.jwksFile', 'keys[0] is not a usable public key (a JWKS for verification holds public keys)'],
+  ])('%s is refused', async (jwt, option, detail) => {
+    const file = contract(jwt);
+    const error = (await loadConfig(file).catch((e: unknown) => e)) as ConfigFileError;
+    expect(error).toBeInstanceOf(ConfigFileError);
+    expect(error.option).toBe(option);
+    expect(error.detail).toContain(detail);
+    expect(error.message.startsWith(`${file}: ${option}: `)).toBe(true);
+    expect(error.line).toBe(5);
+  });
+
+  it('parseConfig alone reads no file', () => {
+    expect(() => parseConfig('limits: []\nroutes: []\nhttp:\n  identify: { jwt: { jwksFile: /nonexistent/jwks.json } }\n', { file: 'x.yaml' })).not.toThrow();
   });
 });
 
