@@ -61,6 +61,10 @@ function perDay(r: AuditRow): string {
   return r.maxPerDay === r.sustainedPerDay ? `${r.maxPerDay}${unit} per day` : `at most ${r.maxPerDay}${unit} in any 24 h (the sustained rate alone: ${r.sustainedPerDay})`;
 }
 
+function algorithmText(r: AuditRow): string {
+  return r.algorithm === 'concurrency' ? `${r.algorithm}: ${r.bound}` : `${r.algorithm}, ${r.limit} per ${formatDuration(r.windowMs)}: ${r.bound}`;
+}
+
 function keyText(r: AuditRow): string {
   return `${r.key}${r.clientSupplied ? ' (client-supplied)' : ''}`;
 }
@@ -81,7 +85,7 @@ export function renderText(report: AuditReport, changes: readonly ContractChange
       lines.push(`  ${k.padEnd(10)} ${v}`);
     };
     field('key', keyText(r));
-    field('algorithm', `${r.algorithm}, ${r.limit} per ${formatDuration(r.windowMs)}: ${r.bound}`);
+    field('algorithm', algorithmText(r));
     field('status', String(r.status));
     field('fail mode', r.failMode);
     field('per day', perDay(r));
@@ -120,7 +124,7 @@ export function renderMarkdown(report: AuditReport, changes: readonly ContractCh
         `\`${r.name}\``,
         r.purpose,
         `\`${r.key}\`${r.clientSupplied ? ' (client-supplied)' : ''}`,
-        `${r.algorithm}, ${r.limit} per ${formatDuration(r.windowMs)}: ${r.bound}`,
+        algorithmText(r),
         String(r.status),
         r.failMode,
         perDay(r),

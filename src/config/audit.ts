@@ -137,24 +137,21 @@ export function failureDomain(s: StoreConfig): string {
 
 function failModeWords(l: CompiledLimit, k: number | null, storeType: 'memory' | 'redis'): { words: string; outage: number | null } {
   const n = l.params.limit;
-  const per = formatDuration(l.params.windowMs);
-  const kText = k === null ? 'k (discovered)' : String(k);
+  const per = l.algorithm === 'concurrency' ? 'in flight' : `per ${formatDuration(l.params.windowMs)}`;
   const memory = storeType === 'memory' ? ' [memory store: never fails]' : '';
   if (l.onError === 'open') return { words: `open: every request is admitted while the store is down${memory}`, outage: null };
   if (l.onError === 'degraded') {
-    const each = k === null ? `ceil(N/k)` : String(Math.ceil(n / k));
-    const total = k === null ? null : k * Math.ceil(n / k);
-    return {
-      words: `degraded: ceil(N/k) = ${each} per replica per ${per}${total === null ? '' : `, ${total} across k = ${k}`}; never rejects for lack of a store${memory}`,
-      outage: total,
-    };
+    if (k === null) {
+      return { words: `degraded: ceil(N/k) = ceil(${n}/k) per replica ${per} (k discovered at run time); never rejects for lack of a store${memory}`, outage: null };
+    }
+    const each = Math.ceil(n / k);
+    return { words: `degraded: ceil(N/k) = ${each} per replica ${per}, ${k * each} across k = ${k}; never rejects for lack of a store${memory}`, outage: k * each };
   }
-  const total = k === null ? null : k * n;
   const after = l.failClosedAfterMs === 0 ? '503 at once' : `then 503 after ${num(l.failClosedAfterMs / 1000)} s`;
-  return {
-    words: `closed: k x N = ${total === null ? `${kText} x ${n}` : total} attempts per ${per} while the store is down${k === null ? '' : ` (k = ${k})`}, ${after}${memory}`,
-    outage: total,
-  };
+  if (k === null) {
+    return { words: `closed: k x N = k x ${n} attempts ${per} while the store is down (k discovered at run time), ${after}${memory}`, outage: null };
+  }
+  return { words: `closed: k x N = ${k * n} attempts ${per} while the store is down (k = ${k}), ${after}${memory}`, outage: k * n };
 }
 
 function row(config: RateContractConfig, l: CompiledLimit): AuditRow {

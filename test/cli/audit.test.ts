@@ -112,7 +112,7 @@ describe('the contract table: words and numbers', () => {
 
   it('replicas: discover keeps k symbolic', () => {
     const r = rowOf('stores:\n  s: { type: redis, url: redis://h }\nreplicas: discover\nlimits:\n  - { name: a, purpose: abuse, limit: 10, window: 15m, key: body.phone, store: s, failClosedAfter: 0 }\n');
-    expect(r.failMode).toBe('closed: k x N = k (discovered) x 10 attempts per 15m while the store is down, 503 at once');
+    expect(r.failMode).toBe('closed: k x N = k x 10 attempts per 15m while the store is down (k discovered at run time), 503 at once');
     expect([r.replicas, r.outageMaxPerWindow, r.clientSupplied]).toEqual([null, null, true]);
   });
 
