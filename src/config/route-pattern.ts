@@ -88,7 +88,7 @@ export function normalisePath(path: string): string[] {
   if (h >= 0 && h < end) end = h;
   const out: string[] = [];
   for (const raw of path.slice(0, end).split('/')) {
-    const s = decode(raw);
+    const s = raw.includes('%') ? decode(raw) : raw;
     if (s === '' || s === '.') continue;
     if (s === '..') out.pop();
     else out.push(s);
