@@ -3,13 +3,18 @@ import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { compileKey } from './keys.js';
+import { didYouMean } from './suggest.js';
 import type { CompiledLimit, LimitDefinition, OnError, Purpose } from './types.js';
 
-const NAME = /^[a-z0-9_-]{1,64}$/;
-const KNOWN = new Set([
+/** What a limit, store or other name must match. */
+export const NAME_PATTERN = /^[a-z0-9_-]{1,64}$/;
+const NAME = NAME_PATTERN;
+/** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
+export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
   'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter',
 ]);
+const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest product of a count and a window we accept, so all algorithm arithmetic stays exact in doubles (and in Lua). */
 const MAX_PRODUCT = 2 ** 50;
 /** Default `failClosedAfter`: how long a `closed` limit decides locally before it rejects. */
@@ -40,7 +45,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     throw new ConfigError('RC_INVALID_OPTION', at, 'a limit definition must be an object');
   }
   for (const prop of Object.keys(def)) {
-    if (!KNOWN.has(prop)) throw new ConfigError('RC_INVALID_OPTION', `${at}.${prop}`, `unknown option ${JSON.stringify(prop)}`);
+    if (!KNOWN.has(prop)) throw new ConfigError('RC_INVALID_OPTION', `${at}.${prop}`, `unknown option ${JSON.stringify(prop)}${didYouMean(prop, LIMIT_OPTIONS)}`);
   }
   if (typeof def.name !== 'string' || !NAME.test(def.name)) {
     throw new ConfigError('RC_INVALID_NAME', `${at}.name`, `must match [a-z0-9_-]{1,64}, got ${JSON.stringify(def.name)}`);
@@ -69,7 +74,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   const algorithm: AlgorithmName = def.algorithm ?? 'gcra';
   const algo = algorithms[algorithm] as (typeof algorithms)[AlgorithmName] | undefined;
   if (typeof algorithm !== 'string' || algo === undefined || !Object.hasOwn(algorithms, algorithm)) {
-    throw new ConfigError('RC_UNKNOWN_ALGORITHM', `${where}algorithm`, `unknown algorithm ${JSON.stringify(def.algorithm)}; expected one of ${Object.keys(algorithms).join(', ')}`);
+    throw new ConfigError('RC_UNKNOWN_ALGORITHM', `${where}algorithm`, `unknown algorithm ${JSON.stringify(def.algorithm)}; expected one of ${Object.keys(algorithms).join(', ')}${typeof def.algorithm === 'string' ? didYouMean(def.algorithm, Object.keys(algorithms)) : ''}`);
   }
   const limit = positiveInt(def.limit, 'RC_INVALID_LIMIT', `${where}limit`);
   const windowMs = parseDuration(def.window, `${where}window`);

@@ -27,12 +27,12 @@ export function parseDuration(value: unknown, option: string): number {
       throw new ConfigError(
         'RC_INVALID_WINDOW',
         option,
-        `expected a duration such as '500ms', '60s', '15m', '1h', '1d' or a number of milliseconds, got ${JSON.stringify(value)}`,
+        `${JSON.stringify(value)} is not a duration; expected one such as '500ms', '60s', '15m', '1h', '1d' or a number of milliseconds`,
       );
     }
     ms = Number(match[1]) * (UNITS[match[2] ?? 'ms'] ?? 1);
   } else {
-    throw new ConfigError('RC_INVALID_WINDOW', option, `expected a duration, got ${typeof value}`);
+    throw new ConfigError('RC_INVALID_WINDOW', option, `expected a duration such as '15m' or a number of milliseconds, got ${value === null ? 'nothing (null)' : typeof value}`);
   }
   if (!Number.isSafeInteger(ms) || ms <= 0) {
     throw new ConfigError('RC_INVALID_WINDOW', option, `must be a positive integer number of milliseconds, got ${String(value)}`);

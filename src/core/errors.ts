@@ -21,7 +21,12 @@ export type ErrorCode =
   | 'RC_STORE_BUSY'
   | 'RC_STORE_NOT_READY'
   | 'RC_RATE_LIMITED'
-  | 'RC_RETRY_BUDGET_EXCEEDED';
+  | 'RC_RETRY_BUDGET_EXCEEDED'
+  | 'RC_UNKNOWN_LIMIT'
+  | 'RC_INVALID_ROUTE'
+  | 'RC_DUPLICATE_ROUTE'
+  | 'RC_CONFIG_SYNTAX'
+  | 'RC_CONFIG_UNREADABLE';
 
 /** Base class of every error ratecontract throws. `code` is stable; `cause` is chained. */
 export class RateContractError extends Error {

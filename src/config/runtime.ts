@@ -1,0 +1,187 @@
+import { randomBytes } from 'node:crypto';
+// Only the package's public entries (`ratecontract`, `ratecontract/redis`): what serve builds on, users can build on.
+import { createLimiter, memoryStore, parseDuration, type Clock, type GuardOptions, type Limiter, type LimitDefinition, type Store } from '../index.js';
+import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
+import { RouteTable, type RouteMatch } from './route-pattern.js';
+import type { RateContractConfig, RedisStoreConfig, RouteConfig } from './types.js';
+
+/** A Redis client the runtime made and will close. */
+export interface OwnedRedisClient {
+  readonly client: RedisClientLike;
+  /** Closes the connection. */
+  close(): Promise<void>;
+}
+
+/** Options of `buildRuntime`. */
+export interface RuntimeOptions {
+  /**
+   * Connects to a Redis store's URL. Default: ioredis (an optional peer
+   * dependency), `new Redis(url)`, or `new Cluster([url])` with `cluster: true`.
+   */
+  readonly connectRedis?:
+    | ((url: string, store: RedisStoreConfig, name: string, onError: (error: unknown) => void) => OwnedRedisClient | Promise<OwnedRedisClient>)
+    | undefined;
+  /** Time source of every limiter. Default the system clock. */
+  readonly clock?: Clock | undefined;
+  /** Connection errors of the Redis clients the runtime opened (the limiter's fail modes decide meanwhile). Default: ignored. */
+  readonly onRedisError?: ((store: string, error: unknown) => void) | undefined;
+  /** With `replicas: discover`: heartbeat period, ms. Default 5000. */
+  readonly heartbeatMs?: number | undefined;
+}
+
+/** One route, ready to check requests. */
+export interface RuntimeRoute {
+  readonly config: RouteConfig;
+  /** Position in the file's `routes`. */
+  readonly index: number;
+  /** The chain's limiter; `undefined` for a route marked `limits: []` (explicitly unlimited). */
+  readonly limiter: Limiter | undefined;
+}
+
+/** The runtime objects a config describes, built with the library's public API. */
+export interface ContractRuntime {
+  readonly config: RateContractConfig;
+  /** Every store by name; `(default)` is the store of limits without `store`. */
+  readonly stores: ReadonlyMap<string, Store>;
+  readonly routes: readonly RuntimeRoute[];
+  /** The most specific route for a request, or `undefined` when no route matches (such a request is not limited). */
+  route(method: string, path: string): RouteMatch<RuntimeRoute> | undefined;
+  /** The `http` section as adapter options (`identify` is left to the caller: see `config.http.identify`). */
+  readonly guardOptions: Pick<GuardOptions<unknown>, 'trustProxy' | 'forwardedHeader' | 'ipv6Prefix' | 'ipv4Prefix' | 'advertise' | 'headers' | 'legacyHeaders' | 'advertiseCapacity' | 'windowCap' | 'maxBodyBytes'>;
+  /** Stops the limiters' background work and closes the Redis clients the runtime opened. */
+  close(): Promise<void>;
+}
+
+type IoredisClient = RedisClientLike & { quit(): Promise<unknown>; on(event: 'error', listener: (error: unknown) => void): unknown };
+
+interface IoredisModule {
+  readonly default: new (url: string, options?: Record<string, unknown>) => IoredisClient;
+  readonly Cluster: new (nodes: string[], options?: Record<string, unknown>) => IoredisClient;
+}
+
+async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onError: (error: unknown) => void): Promise<OwnedRedisClient> {
+  const name = 'ioredis';
+  let mod: IoredisModule;
+  try {
+    mod = (await import(name)) as IoredisModule;
+  } catch (error) {
+    throw new Error('a redis store needs the ioredis package: npm install ioredis', { cause: error });
+  }
+  // Commands fail fast while disconnected, so the limiter's fail modes decide instead of a growing queue.
+  const options = { maxRetriesPerRequest: 1, enableOfflineQueue: true };
+  const client = store.cluster === true ? new mod.Cluster([url], { redisOptions: options }) : new mod.default(url, options);
+  client.on('error', onError);
+  return {
+    client,
+    close: async () => {
+      await client.quit().catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * `replicas: discover` with one limiter per route: every limiter would
+ * register its own heartbeat and k would count routes x replicas. The
+ * runtime gives every limiter a default store whose heartbeat speaks for the
+ * whole process, under one instance id.
+ */
+function processHeartbeat(store: Store, heartbeatStore: Store): Store {
+  const id = randomBytes(9).toString('base64url');
+  const beat = heartbeatStore.heartbeat?.bind(heartbeatStore);
+  return {
+    kind: store.kind,
+    evaluate: (ops, now) => store.evaluate(ops, now),
+    refund: (ops, now) => store.refund(ops, now),
+    release: (op, now) => store.release(op, now),
+    deadlineMs: store.deadlineMs,
+    breaker: store.breaker,
+    ...(beat !== undefined && { heartbeat: (_instanceId: string, ttlMs: number, now: number) => beat(id, ttlMs, now) }),
+  };
+}
+
+/**
+ * Builds the stores, one limiter per route chain (limits shared between
+ * routes share their state in the store) and the route table. Limits without
+ * `store` use `stores.default` when the file defines it, else one memory
+ * store of this process. With `replicas: discover`, heartbeats go to
+ * `stores.default` when it is a Redis store, else to the first Redis store.
+ */
+export async function buildRuntime(config: RateContractConfig, options: RuntimeOptions = {}): Promise<ContractRuntime> {
+  const connect = options.connectRedis ?? connectWithIoredis;
+  const owned: OwnedRedisClient[] = [];
+  const stores: Record<string, Store> = {};
+  try {
+    for (const [name, s] of Object.entries(config.stores)) {
+      if (s.type === 'memory') {
+        stores[name] = memoryStore({ ...(s.maxKeys !== undefined && { maxKeys: s.maxKeys }), ...(s.overflowSlots !== undefined && { overflowSlots: s.overflowSlots }) });
+        continue;
+      }
+      const c = await connect(s.url, s, name, (error) => options.onRedisError?.(name, error));
+      owned.push(c);
+      stores[name] = redisStore({
+        client: c.client,
+        ...(s.prefix !== undefined && { prefix: s.prefix }),
+        ...(s.timeMode !== undefined && { timeMode: s.timeMode }),
+        ...(s.cluster !== undefined && { cluster: s.cluster }),
+        ...(s.deadline !== undefined && { deadlineMs: parseDuration(s.deadline, `stores.${name}.deadline`) }),
+        ...(s.breaker !== undefined && {
+          breaker: {
+            ...(s.breaker.failureThreshold !== undefined && { failureThreshold: s.breaker.failureThreshold }),
+            ...(s.breaker.cooldown !== undefined && { cooldownMs: parseDuration(s.breaker.cooldown, `stores.${name}.breaker.cooldown`) }),
+          },
+        }),
+      });
+    }
+  } catch (error) {
+    await Promise.all(owned.map((c) => c.close()));
+    throw error;
+  }
+  let defaultStore: Store = stores.default ?? memoryStore();
+  if (config.replicas === 'discover') {
+    const redisNames = Object.keys(config.stores).filter((n) => config.stores[n]?.type === 'redis');
+    const hbName = config.stores.default?.type === 'redis' ? 'default' : redisNames[0];
+    const hb = hbName === undefined ? undefined : stores[hbName];
+    if (hb !== undefined) defaultStore = processHeartbeat(defaultStore, hb);
+  }
+  const byName = new Map<string, LimitDefinition>(config.limits.map((l) => [l.name, l]));
+  const limiters: Limiter[] = [];
+  const routes = config.routes.map((r, index): RuntimeRoute => {
+    if (r.limits.length === 0) return { config: r, index, limiter: undefined };
+    const limiter = createLimiter({
+      limits: r.limits.map((n) => byName.get(n) as LimitDefinition),
+      store: defaultStore,
+      stores,
+      replicas: config.replicas,
+      ...(options.clock !== undefined && { clock: options.clock }),
+      ...(options.heartbeatMs !== undefined && { heartbeatMs: options.heartbeatMs }),
+    });
+    limiters.push(limiter);
+    return { config: r, index, limiter };
+  });
+  const table = new RouteTable(routes.map((r) => ({ pattern: r.config.pattern, value: r })));
+  const h = config.http;
+  const storeMap = new Map<string, Store>(Object.entries(stores));
+  if (stores.default === undefined) storeMap.set('(default)', defaultStore);
+  return {
+    config,
+    stores: storeMap,
+    routes,
+    route: (method, path) => table.match(method, path),
+    guardOptions: {
+      ...(h.trustProxy !== undefined && { trustProxy: h.trustProxy }),
+      ...(h.forwardedHeader !== undefined && { forwardedHeader: h.forwardedHeader }),
+      ...(h.ipv6Prefix !== undefined && { ipv6Prefix: h.ipv6Prefix }),
+      ...(h.ipv4Prefix !== undefined && { ipv4Prefix: h.ipv4Prefix }),
+      ...(h.advertise !== undefined && { advertise: h.advertise }),
+      ...(h.headers !== undefined && { headers: h.headers }),
+      ...(h.legacyHeaders !== undefined && { legacyHeaders: h.legacyHeaders }),
+      ...(h.advertiseCapacity !== undefined && { advertiseCapacity: h.advertiseCapacity }),
+      ...(h.windowCap !== undefined && { windowCap: h.windowCap }),
+      ...(h.maxBodyBytes !== undefined && { maxBodyBytes: h.maxBodyBytes }),
+    },
+    close: async () => {
+      for (const l of limiters) l.close();
+      await Promise.all(owned.map((c) => c.close()));
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildRuntime, demoConfig, parseConfig, type ContractRuntime } from '../../src/config/index.js';
+import { ManualClock } from '../../src/index.js';
+import { startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+
+describe('buildRuntime on the demo contract', () => {
+  it('builds one limiter per chain, an explicit unlimited route, and no route for unknown paths', async () => {
+    const rt = await buildRuntime(demoConfig(), { clock: new ManualClock(0) });
+    try {
+      const otp = rt.route('POST', '/otp/send?x=1');
+      expect(otp?.value.config.match).toBe('POST /otp/send');
+      expect(otp?.value.limiter?.limits.map((l) => l.name)).toEqual(['otp-recipient', 'otp-tenant', 'otp-ip', 'otp-global']);
+      const health = rt.route('GET', '/health');
+      expect(health?.value.config.limits).toEqual([]);
+      expect(health?.value.limiter).toBeUndefined();
+      expect(rt.route('GET', '/nowhere')).toBeUndefined();
+      expect(rt.route('HEAD', '/search')?.value.config.match).toBe('GET /search');
+      expect([...rt.stores.keys()].sort()).toEqual(['(default)', 'abuse', 'shared']);
+      expect(rt.guardOptions).toEqual({ trustProxy: 'loopback', advertise: 'authenticated' });
+      // The per-recipient limit: 3 per 15 minutes for one phone, from any address.
+      const limiter = otp?.value.limiter;
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await limiter?.check({ ip: `192.0.2.${i}`, body: { phone: '+15550100' } }))?.status ?? 0);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect((await limiter?.check({ ip: '192.0.2.9', body: { phone: '+15550199' } }))?.status).toBe(200);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('a limit used by two routes is one budget, and routes keep their own chains', async () => {
+    const c = parseConfig(
+      `limits:
+  - { name: per-ip, purpose: shedding, limit: 2, window: 1m, key: ip }
+  - { name: writes, purpose: shedding, limit: 100, window: 1m, key: ip }
+routes:
+  - { match: GET /a, limits: [per-ip] }
+  - { match: POST /b, limits: [writes, per-ip] }
+`,
+      { file: 'shared.yaml' },
+    );
+    const rt = await buildRuntime(c, { clock: new ManualClock(0) });
+    try {
+      const a = rt.route('GET', '/a')?.value.limiter;
+      const b = rt.route('POST', '/b')?.value.limiter;
+      expect((await a?.check({ ip: '198.51.100.1' }))?.allowed).toBe(true);
+      expect((await b?.check({ ip: '198.51.100.1' }))?.allowed).toBe(true);
+      const third = await a?.check({ ip: '198.51.100.1' });
+      expect(third?.allowed).toBe(false);
+      expect(third?.limit).toBe('per-ip');
+      expect(b?.limits.map((l) => l.name)).toEqual(['writes', 'per-ip']);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('builds memory stores with their bounds', async () => {
+    const rt = await buildRuntime(parseConfig('stores:\n  m: { type: memory, maxKeys: 10, overflowSlots: 4 }\nlimits: []\nroutes: []\n', { file: 'm.yaml' }));
+    expect(rt.stores.get('m')).toMatchObject({ kind: 'memory', maxKeys: 10, overflowSlots: 4 });
+    await rt.close();
+  });
+});
+
+describe('buildRuntime with Redis stores', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  const contract = (url: string): string => `stores:
+  shared: { type: redis, url: ${url}, deadline: 50ms, prefix: 'rt:' }
+replicas: discover
+limits:
+  - { name: a, purpose: shedding, limit: 10, window: 1m, key: ip, store: shared }
+  - { name: b, purpose: shedding, limit: 10, window: 1m, key: ip }
+routes:
+  - { match: GET /a, limits: [a] }
+  - { match: GET /b, limits: [b] }
+  - { match: GET /ab, limits: [a, b] }
+`;
+
+  it('replicas: discover counts processes, not routes x processes, and state is shared through Redis', async () => {
+    const c = parseConfig(contract(redis.url), { file: 'redis.yaml' });
+    const runtimes: ContractRuntime[] = [await buildRuntime(c, { heartbeatMs: 20 }), await buildRuntime(c, { heartbeatMs: 20 })];
+    try {
+      const limiters = runtimes.flatMap((rt) => rt.routes.map((r) => r.limiter));
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline && !limiters.every((l) => l?.replicas === 2)) await new Promise((r) => setTimeout(r, 20));
+      expect(limiters.map((l) => l?.replicas)).toEqual([2, 2, 2, 2, 2, 2]);
+      // `a` lives in Redis: both runtimes spend one budget of 10.
+      let admitted = 0;
+      for (let i = 0; i < 12; i++) {
+        const rt = runtimes[i % 2] as ContractRuntime;
+        if ((await rt.route('GET', '/a')?.value.limiter?.check({ ip: '203.0.113.5' }))?.allowed === true) admitted++;
+      }
+      expect(admitted).toBe(10);
+      expect(runtimes[0]?.stores.get('shared')?.kind).toBe('redis');
+    } finally {
+      await Promise.all(runtimes.map((rt) => rt.close()));
+    }
+  });
+
+  it('a store whose client cannot connect fails its limits by their fail mode, never by throwing', async () => {
+    const errors: string[] = [];
+    const c = parseConfig(contract('redis://127.0.0.1:1').replace('replicas: discover', 'replicas: 2'), { file: 'down.yaml' });
+    const rt = await buildRuntime(c, { onRedisError: (name) => errors.push(name) });
+    try {
+      const d = await rt.route('GET', '/a')?.value.limiter?.check({ ip: '203.0.113.6' });
+      expect(d?.allowed).toBe(true);
+      expect(d?.outcome).toBe('degraded');
+      expect(d?.results[0]?.failMode).toBe('degraded');
+      expect(errors).toContain('shared');
+    } finally {
+      await rt.close();
+    }
+  });
+});
