@@ -51,6 +51,28 @@ export default tseslint.config(
   ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
   ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
   {
+    // Unit tests run without Redis: only test/redis, test/faults and test/load may start redis-server or talk to it.
+    files: ['test/**/*.ts'],
+    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: 'ioredis', message: 'Unit tests run without Redis: a test that needs a Redis client belongs under test/redis, test/faults or test/load.' },
+            { name: 'redis', message: 'Unit tests run without Redis: a test that needs a Redis client belongs under test/redis, test/faults or test/load.' },
+          ],
+          patterns: [
+            {
+              group: ['**/redis/helpers/*', '**/faults/helpers*', '**/load/fixtures/*'],
+              message: 'Unit tests run without Redis: a test that starts redis-server belongs under test/redis, test/faults or test/load.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },

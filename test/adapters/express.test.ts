@@ -25,6 +25,7 @@ const factory: AppFactory = async (limiter, o, hooks) => {
     hooks.started();
     await hooks.hold();
     res.send('done');
+    hooks.finished();
   });
   app.get('/boom', () => {
     throw new Error('boom');

@@ -27,6 +27,7 @@ async function run(app: FastifyInstance): Promise<RunningApp> {
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   return {
     url: `http://127.0.0.1:${port}`,
+    server: app.server,
     close: async () => {
       app.server.closeAllConnections();
       await app.close();
@@ -44,6 +45,7 @@ const factory: AppFactory = async (limiter, o, hooks) => {
   app.get('/slow', async () => {
     hooks.started();
     await hooks.hold();
+    hooks.finished();
     return 'done';
   });
   app.get('/boom', () => {

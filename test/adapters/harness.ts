@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseList, serializeList, type Item } from 'structured-headers';
 import { expect } from 'vitest';
@@ -26,21 +26,24 @@ export interface SuiteOptions {
   readonly onUnexpectedError?: (error: unknown) => void;
 }
 
-/** Hooks the `/slow` route uses: it calls `started()` then waits for `hold()`. */
+/** Hooks the `/slow` route uses: it calls `started()`, waits for `hold()`, answers, then calls `finished()` last. */
 export interface AppHooks {
   readonly started: () => void;
   readonly hold: () => Promise<void>;
+  readonly finished: () => void;
 }
 
 export interface RunningApp {
   readonly url: string;
+  /** The node:http server under the framework (the suite watches its responses end). */
+  readonly server: Server;
   close(): Promise<void>;
 }
 
 /**
  * Every app has the same routes:
  * - `GET /hello` -> 200 `hello`, header `x-outcome` = the exposed decision's outcome (`none` if none);
- * - `GET /slow` -> `started()`, await `hold()`, 200 `done`;
+ * - `GET /slow` -> `started()`, await `hold()`, 200 `done`, `finished()` as the handler's last step;
  * - `GET /boom` -> the handler throws (the framework answers 500);
  * - `POST /echo` -> 200 JSON `{ body }`, the body as the handler sees it.
  */
@@ -77,6 +80,7 @@ export async function listen(server: Server): Promise<RunningApp> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    server,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -145,20 +149,83 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-/** A memory store that counts lease releases per lease id. */
-export function countingStore(): Store & { releases: Map<string, number> } {
+/** A memory store that counts lease releases per lease id, and lets a test await the n-th release. */
+export interface CountingStore extends Store {
+  /** Release calls per lease id. */
+  readonly releases: Map<string, number>;
+  /** Resolves once `n` release calls (over all leases) have reached the memory store and it has applied them. */
+  released(n: number): Promise<void>;
+}
+
+export function countingStore(): CountingStore {
   const inner = memoryStore();
   const releases = new Map<string, number>();
+  let applied = 0;
+  const waiters: Array<{ n: number; resolve: () => void }> = [];
+  const wake = (): void => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const w = waiters[i] as { n: number; resolve: () => void };
+      if (applied >= w.n) {
+        waiters.splice(i, 1);
+        w.resolve();
+      }
+    }
+  };
   return {
     kind: 'counting-memory',
     releases,
+    released: (n) =>
+      new Promise<void>((resolve) => {
+        waiters.push({ n, resolve });
+        wake();
+      }),
     evaluate: (ops: readonly StoreOp[], now: number) => inner.evaluate(ops, now),
     refund: (ops: readonly StoreOp[], now: number) => inner.refund(ops, now),
-    release: (op: StoreOp, now: number) => {
+    release: async (op: StoreOp, now: number) => {
       const id = op.leaseId ?? '';
       releases.set(id, (releases.get(id) ?? 0) + 1);
-      return inner.release(op, now);
+      try {
+        await inner.release(op, now);
+      } finally {
+        applied++;
+        wake();
+      }
     },
+  };
+}
+
+/**
+ * Watches every exchange on `server`. `settled()` resolves once every
+ * response the server has seen so far has emitted 'close' (the last event of
+ * a response, after 'finish', and the only one on a client abort), and the
+ * event loop has then turned once (`setImmediate`), so every listener of
+ * those events and every promise chain they started without I/O or timers
+ * has run. No wall-clock wait: it is as fast on an idle machine as on a
+ * loaded one, and as sure.
+ */
+export function watchExchanges(server: Server): { settled(): Promise<void> } {
+  let open = 0;
+  let waiters: Array<() => void> = [];
+  const turn = (): void => {
+    const ready = waiters;
+    waiters = [];
+    setImmediate(() => {
+      for (const w of ready) w();
+    });
+  };
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    open++;
+    res.once('close', () => {
+      open--;
+      if (open === 0) turn();
+    });
+  });
+  return {
+    settled: () =>
+      new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        if (open === 0) turn();
+      }),
   };
 }
 

@@ -35,7 +35,9 @@ const factory: AppFactory = (limiter, o, hooks) => {
   app.get('/slow', async (c) => {
     hooks.started();
     await hooks.hold();
-    return c.text('done');
+    const done = c.text('done');
+    hooks.finished();
+    return done;
   });
   app.get('/boom', () => {
     throw new Error('boom');

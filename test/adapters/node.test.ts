@@ -36,6 +36,7 @@ const factoryWith = (style: 'await' | 'now'): AppFactory => async (limiter, o, h
       hooks.started();
       await hooks.hold();
       res.end('done');
+      hooks.finished();
     } else if (url === '/boom') {
       throw new Error('boom');
     } else if (url === '/echo') {

@@ -45,10 +45,14 @@ describe.each(cases)('%s: retryAfterMs is exact', (label, algo, queue) => {
   });
 
   it('stays exact with limit*window up to 2^49 and a wall-clock start', () => {
+    const before = { ...seen };
     fc.assert(
       fc.property(trafficArb(algo, largeParamsArb({ burst: algo.usesBurst, queue }), 40), checkRejections),
       fcBudget({ runs: 150 }),
     );
+    // afterAll counts both properties together: this one must meet rejections of both kinds by itself too.
+    expect(seen.finite - before.finite).toBeGreaterThan(20);
+    expect(seen.infinite - before.infinite).toBeGreaterThan(5);
   });
 
   it('a request above capacity never fits, even on an empty state', () => {

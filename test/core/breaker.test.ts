@@ -79,12 +79,15 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
     const clock = new ManualClock(T0);
     const store = new Switch();
     const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const errors = listen(CHANNELS.storeError);
     for (let i = 0; i < 400; i++) {
       // 5 failures in a row once the window is full of successes: 5 / 400 is far below the rate.
       if (i === 300) store.script = ['fail', 'fail', 'fail', 'fail', 'fail'];
       await limiter.check({ principal: `k${i}` });
       clock.advance(1);
     }
+    // The five failures did reach the limiter (more than failureThreshold in a row), and every check called the store.
+    expect([errors.length, store.calls]).toEqual([5, 400]);
     expect(limiter.breakerStates()['(default)']).toBe('closed');
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLimiter, ManualClock, memoryStore, type LimitDefinition, type Store } from '../../src/index.js';
+import { createLimiter, ManualClock, memoryStore, type LimitDefinition, type RequestContext, type Store } from '../../src/index.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -61,12 +61,33 @@ describe('the chain', () => {
     const limiter = createLimiter({
       clock,
       limits: [
-        { name: 'global', purpose: 'shedding', algorithm: 'fixed-window', limit: 1, window: '1s', key: 'global' },
-        { name: 'per-ip', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1s', key: 'ip', status: 503 },
+        { name: 'global', purpose: 'shedding', algorithm: 'fixed-window', limit: 3, window: '1s', key: 'global' },
+        { name: 'per-ip', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1s', key: 'ip' },
+        { name: 'per-user', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1s', key: 'principal', status: 503 },
       ],
     });
-    await limiter.check({ ip: 'a' });
-    expect((await limiter.check({ ip: 'b' })).status).toBe(503);
+    const verdict = async (ctx: RequestContext): Promise<[boolean, number, string | undefined]> => {
+      const d = await limiter.check(ctx);
+      return [d.allowed, d.status, d.limit];
+    };
+    // Defaults: a per-client key answers 429.
+    expect(await verdict({ ip: 'a' })).toEqual([true, 200, undefined]);
+    expect(await verdict({ ip: 'a' })).toEqual([false, 429, 'per-ip']);
+    // The override: a per-client limit with status 503.
+    expect(await verdict({ principal: 'u' })).toEqual([true, 200, undefined]);
+    expect(await verdict({ principal: 'u' })).toEqual([false, 503, 'per-user']);
+    // Defaults: the global key answers 503 once its 3 are used (two admissions above, one here).
+    expect(await verdict({})).toEqual([true, 200, undefined]);
+    expect(await verdict({})).toEqual([false, 503, 'global']);
+
+    // And the override the other way: a global limit with status 429.
+    const global429 = createLimiter({
+      clock,
+      limits: [{ name: 'global', purpose: 'shedding', algorithm: 'fixed-window', limit: 1, window: '1s', key: 'global', status: 429 }],
+    });
+    await global429.check({});
+    const d = await global429.check({});
+    expect([d.allowed, d.status, d.limit]).toEqual([false, 429, 'global']);
   });
 
   it('shadow limits decide and report but never enforce', async () => {

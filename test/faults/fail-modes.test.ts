@@ -13,10 +13,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CHANNELS, createLimiter, ManualClock, type Limiter, type LimitDefinition } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis/index.js';
 import { redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
-import { eventually, failFastClient, load, p99, serverPid } from './helpers.js';
+import { eventually, failFastClient, load, serverPid, timedLoad } from './helpers.js';
 
 const DEADLINE_MS = 100;
-/** Latency allowed above the deadline on a loaded 2-core machine. */
+/**
+ * Latency allowed above the deadline for the limiter's own work (the
+ * deadline's setImmediate, the fallback decision, the lanes' scheduling).
+ * Event-loop stalls come on top and are measured, not guessed (`timedLoad`).
+ */
 const MARGIN_MS = 150;
 const COOLDOWN_MS = 1000;
 /** The breaker's defaults: a failed probe doubles the cool-down up to 5 s; 3 good probes in a row close it. */
@@ -26,6 +30,8 @@ const GRACE_MS = 10_000;
 const LOGIN_N = 5;
 const SEARCH_N = 40;
 const K = 4;
+/** Checks in flight at once in the down phase. */
+const DOWN_LANES = 20;
 
 const LIMITS: LimitDefinition[] = [
   { name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: LOGIN_N, window: '15m', key: 'principal', store: 'auth', failClosedAfter: GRACE_MS },
@@ -97,9 +103,12 @@ async function healthyPhase(r: Rig): Promise<void> {
   for (let i = 0; i < 5; i++) expect((await r.limiter.check(search())).results[1]?.source).toBe('store');
 }
 
-/** While both stores are down: every check resolves fast, login enforces N locally, search ceil(N/k). */
+/**
+ * While both stores are down: every check resolves within the deadline (the slowest one, plus the event loop's worst
+ * stall), login enforces N locally, search ceil(N/k).
+ */
 async function downPhase(r: Rig): Promise<void> {
-  const runs = await load(r.limiter, 80, 20, (i) => (i % 2 === 0 ? login('p1') : search()));
+  const { runs, slowestMs, stallMs } = await timedLoad(r.limiter, 80, DOWN_LANES, (i) => (i % 2 === 0 ? login('p1') : search()));
   const logins = runs.filter((x) => x.i % 2 === 0);
   const searches = runs.filter((x) => x.i % 2 === 1);
   expect(logins.filter((x) => x.decision.allowed)).toHaveLength(LOGIN_N);
@@ -107,7 +116,7 @@ async function downPhase(r: Rig): Promise<void> {
   expect(new Set(logins.map((x) => x.decision.results[0]?.source))).toEqual(new Set(['local']));
   expect(new Set(searches.map((x) => x.decision.results[1]?.source))).toEqual(new Set(['local']));
   expect(runs).toHaveLength(80);
-  expect(p99(runs.map((x) => x.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+  expect(slowestMs, `slowest check ${slowestMs.toFixed(1)} ms, event loop stalled up to ${stallMs.toFixed(1)} ms`).toBeLessThan(DEADLINE_MS + MARGIN_MS + stallMs);
   expect(r.limiter.breakerStates()).toEqual({ auth: 'open', edge: 'open' });
 }
 
@@ -149,7 +158,7 @@ describe('fail modes against a real Redis', () => {
     await healthyPhase(r);
     // Kill both servers while 20 checks are in flight (distinct principals, so nothing is over its limit).
     const pids = [await serverPid(r.auth), await serverPid(r.edge)];
-    const midLoad = await load(r.limiter, 200, 20, (i) => {
+    const { runs: midLoad, slowestMs, stallMs } = await timedLoad(r.limiter, 200, 20, (i) => {
       if (i === 60) for (const pid of pids) process.kill(pid, 'SIGKILL');
       return login(`user-${i}`);
     });
@@ -157,7 +166,8 @@ describe('fail modes against a real Redis', () => {
     expect(midLoad.every((x) => x.decision.allowed)).toBe(true);
     const sources = new Set(midLoad.map((x) => x.decision.results[0]?.source));
     expect(sources).toEqual(new Set(['store', 'local']));
-    expect(p99(midLoad.map((x) => x.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+    // Every check, the slowest included: none waits on the dead server beyond the deadline.
+    expect(slowestMs, `slowest check ${slowestMs.toFixed(1)} ms, event loop stalled up to ${stallMs.toFixed(1)} ms`).toBeLessThan(DEADLINE_MS + MARGIN_MS + stallMs);
     await downPhase(r);
     await gracePhase(r);
     await r.auth.restart();
@@ -177,8 +187,11 @@ describe('fail modes against a real Redis', () => {
     });
     try {
       await downPhase(r);
-      // Timeouts, not connection errors, drove it: at most threshold + probes per store.
-      expect(timeouts.length).toBeGreaterThanOrEqual(2);
+      // Timeouts, not connection errors, drove it, on both stores. And the breaker stopped calling: only the first
+      // wave (one check per lane, all started before any deadline passed) reached a store; the other 60 did not.
+      const stores = (timeouts as Array<{ store: string }>).map((t) => t.store);
+      expect(new Set(stores)).toEqual(new Set(['auth', 'edge']));
+      expect(stores.length).toBeLessThanOrEqual(DOWN_LANES);
       await gracePhase(r);
     } finally {
       for (const pid of pids) process.kill(pid, 'SIGCONT');

@@ -33,26 +33,43 @@ export interface BudgetOptions {
   readonly runs?: number;
   /** Wall-clock budget in ms locally (CI gets 3x). Default 3000. */
   readonly ms?: number;
+  /**
+   * Fewest runs an interrupted property may pass on. Default 20 (or `runs`
+   * if lower): a run starved to a handful of cases proved nothing and fails.
+   */
+  readonly minRuns?: number;
 }
 
 /**
  * fast-check settings with a time budget: `numRuns` is the target, and
  * `interruptAfterTimeLimit` stops a slow property early, so the algorithm
  * suite stays within ~60 s locally and ~120 s in CI on two cores. An
- * interrupted property passes on the runs it did; the properties that must
- * meet a case (rejections, releases, expiries) count them and assert a
- * minimum, so a starved run cannot pass silently. `FC_SEED` (and optionally
+ * interrupted property passes on the runs it did, if it did at least
+ * `minRuns` (a plugin fails it otherwise, so a starved run cannot pass on
+ * nothing); the properties that must meet a case (rejections, releases,
+ * expiries) also count them and assert a minimum. `FC_SEED` (and optionally
  * `FC_PATH`) replays a reported counterexample.
  */
 export function fcBudget<T = unknown>(options: BudgetOptions = {}): Parameters<T> {
   const runs = options.runs ?? 200;
   const ms = options.ms ?? 3000;
+  const minRuns = Math.min(options.minRuns ?? 20, runs);
   const seed = process.env.FC_SEED;
   const path = process.env.FC_PATH;
+  const starvation: fc.Plugin<T> = () => ({
+    onAllRunsComplete: (details) => {
+      if (process.env.FC_LOG_RUNS === '1') console.log(`FC_RUNS ${details.numRuns} interrupted=${String(details.interrupted)}`);
+      // A failure is reported as usual; only a passing run that did too few cases is turned into a failure.
+      if (!details.failed && details.numRuns < minRuns) {
+        throw new Error(`property starved: ${details.numRuns} runs within its ${IN_CI ? ms * 3 : ms} ms budget, fewer than the ${minRuns} it needs to mean anything`);
+      }
+    },
+  });
   return {
     numRuns: IN_CI ? runs * 5 : runs,
     interruptAfterTimeLimit: IN_CI ? ms * 3 : ms,
     markInterruptAsFailure: false,
+    plugins: [starvation],
     ...(seed !== undefined && seed !== '' ? { seed: Number(seed) } : {}),
     ...(path !== undefined && path !== '' ? { path } : {}),
   };

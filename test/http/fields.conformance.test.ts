@@ -69,35 +69,143 @@ function map(limiter: Limiter, decision: Decision, ctx: RequestContext, options:
 
 const ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'];
 
+/** One request of a table row: the decision, the response and its parsed fields. */
+interface Step {
+  readonly d: Decision;
+  readonly r: HttpResponse;
+  readonly policies: Item[];
+  readonly current: Item[];
+}
+
+/** The parameters of the item named `name`, as a plain object (`pk` shown as `true` when present). */
+function params(items: readonly Item[], name: string): Record<string, unknown> | undefined {
+  const item = items.find((i) => i[0] === name);
+  if (item === undefined) return undefined;
+  return Object.fromEntries([...item[1].entries()].map(([k, v]) => [k, k === 'pk' ? v instanceof ArrayBuffer : v]));
+}
+
 describe('RateLimit / RateLimit-Policy conformance table', () => {
-  const rows: Array<{ label: string; limits: LimitDefinition[]; requests: number; cost?: number; options?: ResponseOptions }> = [
-    ...ALGORITHMS.map((algorithm) => ({ label: `${algorithm}, fresh`, limits: [{ name: 'p', purpose: 'abuse' as const, algorithm, limit: 5, window: '1m' as const, key: 'principal' as const }], requests: 1 })),
-    ...ALGORITHMS.map((algorithm) => ({ label: `${algorithm}, exhausted`, limits: [{ name: 'p', purpose: 'abuse' as const, algorithm, limit: 2, window: '90s' as const, key: 'principal' as const }], requests: 4 })),
-    { label: 'sub-second window rounds w up to 1', limits: [{ name: 'fast', purpose: 'shedding', limit: 3, window: '250ms', key: 'ip' }], requests: 2 },
-    { label: 'odd window rounds w up', limits: [{ name: 'odd', purpose: 'abuse', limit: 3, window: 1500, key: 'ip' }], requests: 5 },
-    { label: 'two policies', limits: [{ name: 'per-user', purpose: 'abuse', limit: 3, window: '1m', key: 'principal' }, { name: 'global', purpose: 'shedding', limit: 100, window: '1s', key: 'global' }], requests: 4 },
-    { label: 'cost above burst', limits: [{ name: 'bytes', purpose: 'abuse', limit: 4, window: '1m', key: 'principal' }], requests: 1, cost: 5 },
-    { label: 'window cap', limits: [{ name: 'daily', purpose: 'abuse', limit: 1000, window: '1d', key: 'principal' }], requests: 3, options: { windowCap: '1h' } },
-    { label: 'no partition keys', limits: [{ name: 'p', purpose: 'abuse', limit: 2, window: '1m', key: 'principal' }], requests: 3, options: { partitionKeys: false } },
+  /** Each row states its claim in `label` and checks exactly that in `then`; every response also passes `conform`. */
+  const rows: Array<{ label: string; limits: LimitDefinition[]; requests: number; cost?: number; options?: ResponseOptions; then: (steps: readonly Step[]) => void }> = [
+    ...ALGORITHMS.map((algorithm) => ({
+      label: `${algorithm}, fresh`,
+      limits: [{ name: 'p', purpose: 'abuse' as const, algorithm, limit: 5, window: '1m' as const, key: 'principal' as const }],
+      requests: 1,
+      then: ([s]: readonly Step[]) => {
+        const step = s as Step;
+        expect(step.r.status).toBe(200);
+        // A concurrency limit has no window: it says what it counts instead.
+        const shape = algorithm === 'concurrency' ? { qu: 'concurrent-requests' } : { w: 60 };
+        expect(params(step.policies, 'p')).toEqual({ q: 5, ...shape, pk: true });
+        expect(params(step.current, 'p')).toMatchObject({ r: 4, pk: true });
+      },
+    })),
+    ...ALGORITHMS.map((algorithm) => ({
+      label: `${algorithm}, exhausted`,
+      limits: [{ name: 'p', purpose: 'abuse' as const, algorithm, limit: 2, window: '90s' as const, key: 'principal' as const }],
+      requests: 4,
+      then: (steps: readonly Step[]) => {
+        expect(steps.map((x) => x.r.status)).toEqual([200, 200, 429, 429]);
+        expect(steps.map((x) => params(x.current, 'p')?.['r'])).toEqual([1, 0, 0, 0]);
+        for (const x of steps.slice(2)) {
+          // A rejection tells when to come back, in both places, consistently.
+          const t = params(x.current, 'p')?.['t'];
+          expect(isNonNegativeInteger(t) && t >= 1).toBe(true);
+          expect(Number(x.r.headers['Retry-After'])).toBe(Math.ceil(x.d.retryAfterMs / 1000));
+          expect(Number(x.r.headers['Retry-After'])).toBeGreaterThanOrEqual(t as number);
+        }
+      },
+    })),
+    {
+      label: 'sub-second window rounds w up to 1',
+      limits: [{ name: 'fast', purpose: 'shedding', limit: 3, window: '250ms', key: 'ip' }],
+      requests: 2,
+      then: (steps) => {
+        for (const x of steps) expect(params(x.policies, 'fast')?.['w']).toBe(1);
+      },
+    },
+    {
+      label: 'odd window rounds w up',
+      limits: [{ name: 'odd', purpose: 'abuse', limit: 3, window: 1500, key: 'ip' }],
+      requests: 5,
+      then: (steps) => {
+        for (const x of steps) expect(params(x.policies, 'odd')?.['w']).toBe(2);
+        expect(steps.map((x) => x.r.status)).toEqual([200, 200, 200, 429, 429]);
+      },
+    },
+    {
+      label: 'two policies',
+      limits: [{ name: 'per-user', purpose: 'abuse', limit: 3, window: '1m', key: 'principal' }, { name: 'global', purpose: 'shedding', limit: 100, window: '1s', key: 'global' }],
+      requests: 4,
+      then: (steps) => {
+        for (const x of steps) expect(x.policies.map((i): unknown => i[0])).toEqual(['per-user', 'global']);
+        expect(params((steps[0] as Step).policies, 'per-user')).toMatchObject({ q: 3, w: 60 });
+        expect(params((steps[0] as Step).policies, 'global')).toMatchObject({ q: 100, w: 1 });
+        expect(params((steps[0] as Step).current, 'per-user')?.['r']).toBe(2);
+        expect(params((steps[0] as Step).current, 'global')?.['r']).toBe(99);
+      },
+    },
+    {
+      label: 'cost above burst',
+      limits: [{ name: 'bytes', purpose: 'abuse', limit: 4, window: '1m', key: 'principal' }],
+      requests: 1,
+      cost: 5,
+      then: ([s]) => {
+        const step = s as Step;
+        // It can never fit: 413, no Retry-After, and nothing was consumed.
+        expect([step.d.allowed, step.d.retryAfterMs]).toEqual([false, Infinity]);
+        expect(step.r.status).toBe(413);
+        expect(step.r.headers['Retry-After']).toBeUndefined();
+        expect(params(step.current, 'bytes')?.['r']).toBe(4);
+      },
+    },
+    {
+      label: 'window cap',
+      limits: [{ name: 'daily', purpose: 'abuse', limit: 1000, window: '1d', key: 'principal' }],
+      requests: 3,
+      options: { windowCap: '1h' },
+      then: (steps) => {
+        // The policy still says 1000 a day; the advertised remaining is capped at ceil(1000 * 1h / 1d) = 42 (997 remain).
+        for (const x of steps) {
+          expect(params(x.policies, 'daily')).toMatchObject({ q: 1000, w: 86_400 });
+          expect(params(x.current, 'daily')?.['r']).toBe(42);
+        }
+        expect((steps[2] as Step).d.results[0]?.remaining).toBe(997);
+      },
+    },
+    {
+      label: 'no partition keys',
+      limits: [{ name: 'p', purpose: 'abuse', limit: 2, window: '1m', key: 'principal' }],
+      requests: 3,
+      options: { partitionKeys: false },
+      then: (steps) => {
+        for (const x of steps) {
+          expect(x.policies).toHaveLength(1);
+          expect(x.current).toHaveLength(1);
+          expect(params(x.policies, 'p')).not.toHaveProperty('pk');
+          expect(params(x.current, 'p')).not.toHaveProperty('pk');
+        }
+      },
+    },
   ];
 
-  it.each(rows)('$label', async ({ limits, requests, cost, options }) => {
+  it.each(rows)('$label', async ({ limits, requests, cost, options, then }) => {
     const clock = new ManualClock(1_700_000_000_123);
     const limiter = createLimiter({ limits, clock, store: memoryStore() });
     const ctx: RequestContext = { principal: 'alice', ip: '203.0.113.9' };
-    let checked = 0;
+    const steps: Step[] = [];
     for (let i = 0; i < requests; i++) {
       const d = await limiter.check(ctx, cost === undefined ? undefined : { cost });
       const r = map(limiter, d, ctx, options);
-      const { current } = conform(r);
+      const { policies, current } = conform(r);
       if (!d.allowed && Number.isFinite(d.retryAfterMs)) {
         const ra = Number(r.headers['Retry-After']);
         for (const [, p] of current) if (p.has('t')) expect(ra).toBeGreaterThanOrEqual(p.get('t') as number);
       }
-      checked++;
+      steps.push({ d, r, policies, current });
       clock.advance(7);
     }
-    expect(checked).toBe(requests);
+    then(steps);
   });
 });
 
