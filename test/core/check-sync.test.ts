@@ -1,26 +1,10 @@
 /**
- * `limiter.checkSync`: on an in-process store it makes exactly the decisions
- * `check` makes (property, one limit and chains with concurrency); on an
- * asynchronous store it returns `undefined` and decides nothing.
+ * `limiter.checkSync` on an asynchronous store returns `undefined` and
+ * decides nothing; an invalid cost throws as `check` rejects. That it decides
+ * exactly as `check` on every path is test/core/entry-points.property.test.ts.
  */
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, ManualClock, memoryStore, UsageError, type AlgorithmName, type Decision, type LimitDefinition, type Store } from '../../src/index.js';
-import { fcBudget } from '../helpers/fc-budget.js';
-
-const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'];
-
-function view(d: Decision): unknown {
-  return {
-    allowed: d.allowed,
-    status: d.status,
-    outcome: d.outcome,
-    limit: d.limit,
-    retryAfterMs: d.retryAfterMs,
-    delayMs: d.delayMs,
-    results: d.results.map((r) => [r.name, r.allowed, r.remaining, r.resetMs, r.retryAfterMs, r.source]),
-  };
-}
+import { createLimiter, memoryStore, UsageError, type AlgorithmName, type LimitDefinition, type Store } from '../../src/index.js';
 
 function def(name: string, algorithm: AlgorithmName, key: LimitDefinition['key']): LimitDefinition {
   return {
@@ -35,34 +19,6 @@ function def(name: string, algorithm: AlgorithmName, key: LimitDefinition['key']
 }
 
 describe('checkSync', () => {
-  it('decides exactly as check on the memory store, one limit or a chain (property)', async () => {
-    let compared = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.constantFrom(...ALGORITHMS), { minLength: 1, maxLength: 3 }),
-        fc.array(fc.record({ step: fc.integer({ min: 0, max: 700 }), ip: fc.constantFrom('a', 'b'), cost: fc.integer({ min: 1, max: 4 }) }), { maxLength: 40 }),
-        async (algorithms, steps) => {
-          const limits = algorithms.map((a, i) => def(`l${i}`, a, i === 0 ? 'ip' : 'global'));
-          const clockA = new ManualClock(1_700_000_000_000);
-          const clockB = new ManualClock(1_700_000_000_000);
-          const sync = createLimiter({ clock: clockA, store: memoryStore(), limits });
-          const async = createLimiter({ clock: clockB, store: memoryStore(), limits });
-          for (const s of steps) {
-            clockA.advance(s.step);
-            clockB.advance(s.step);
-            const a = sync.checkSync({ ip: s.ip }, { cost: s.cost });
-            expect(a).toBeDefined();
-            const b = await async.check({ ip: s.ip }, { cost: s.cost });
-            expect(view(a as Decision)).toEqual(view(b));
-            compared++;
-          }
-        },
-      ),
-      fcBudget({ ms: 2000 }),
-    );
-    expect(compared).toBeGreaterThan(100);
-  });
-
   it('returns undefined and consumes nothing when the store is asynchronous', async () => {
     const inner = memoryStore();
     // The same store behind an asynchronous face only (no evaluateSync).
