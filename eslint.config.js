@@ -53,7 +53,7 @@ export default tseslint.config(
   {
     // Unit tests run without Redis: only test/redis, test/faults and test/load may start redis-server or talk to it.
     files: ['test/**/*.ts'],
-    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**'],
+    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**', 'test/service/**'],
     rules: {
       'no-restricted-imports': [
         'error',

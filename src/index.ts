@@ -1,19 +1,19 @@
+/**
+ * `ratecontract`: the core. Limits and the limiter, the memory store and the
+ * store contract, the algorithms, time, errors and events. The HTTP contract
+ * for custom adapters is `ratecontract/http`; the framework adapters,
+ * Redis, the client, config and testing have their own entries. The public
+ * API is written down in docs/api.md and pinned by test/api/exports.test.ts.
+ */
+
+// The limiter.
 export { createLimiter } from './limiter.js';
 export type { Limiter, LimiterOptions } from './core/limiter.js';
-export { memoryStore, MemoryStore, type MemoryStoreOptions } from './stores/memory/index.js';
-export { systemClock, ManualClock, type Clock } from './core/clock.js';
-export { parseDuration, formatDuration, type Duration } from './core/duration.js';
-export { RateContractError, ConfigError, UsageError, type ErrorCode } from './core/errors.js';
-export { CHANNELS } from './core/events.js';
-export { boundKey, compileKey, GLOBAL_KEY, MAX_RAW_KEY_LENGTH } from './core/keys.js';
-export { compileLimit, compileLimits, DEFAULT_FAIL_CLOSED_AFTER_MS } from './core/compile.js';
-export { runChain, runRefund, type StateAccess } from './core/chain.js';
-export { isSyncStore, type Store, type SyncStore, type StoreOp, type StoreOpResult } from './core/store.js';
 export type {
+  BuiltinKey,
   CheckOptions,
   CompiledLimit,
   Decision,
-  BuiltinKey,
   KeyFunction,
   KeySpec,
   LimitDefinition,
@@ -24,6 +24,28 @@ export type {
   RequestContext,
   Source,
 } from './core/types.js';
+export { MAX_RAW_KEY_LENGTH } from './core/keys.js';
+export { DEFAULT_FAIL_CLOSED_AFTER_MS } from './core/compile.js';
+
+// Fail modes: the circuit between the limiter and each store.
+export {
+  StoreTimeoutError,
+  BreakerOpenError,
+  StoreBusyError,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_STARTUP_WAIT_MS,
+  type BreakerOptions,
+  type BreakerState,
+  type StoreHealth,
+} from './core/store-circuit.js';
+
+// Stores: the memory store, and the contract for your own.
+export { memoryStore, MemoryStore, type MemoryStoreOptions } from './stores/memory/index.js';
+export { isSyncStore, isSingleOpStore, type Store, type SyncStore, type SingleOpStore, type StoreOp, type StoreOpResult } from './core/store.js';
+export { runChain, runRefund, type StateAccess } from './core/chain.js';
+
+// Algorithms: pure functions, the single source of truth (the Redis store runs their Lua twins).
 export {
   algorithms,
   fixedWindow,
@@ -39,6 +61,7 @@ export {
   type AlgorithmName,
   type AlgorithmParams,
   type AlgorithmResult,
+  type Figures,
   type FixedWindowState,
   type SlidingLogState,
   type SlidingWindowState,
@@ -48,19 +71,25 @@ export {
   type ConcurrencyState,
   type Lease,
 } from './algorithms/index.js';
+
+// Time.
+export { systemClock, ManualClock, type Clock } from './core/clock.js';
+export { parseDuration, formatDuration, type Duration } from './core/duration.js';
+
+// Errors: one base class, a stable code per kind.
+export { RateContractError, ConfigError, UsageError, type ErrorCode } from './core/errors.js';
+
+// Events on node:diagnostics_channel.
 export {
-  mapDecision,
-  resolveResponseOptions,
-  retryAfterSeconds,
-  PROBLEM_TYPES,
-  HttpGuard,
-  Unexpected,
-  type GuardResult,
-  type RequestFacts,
-  type HttpResponse,
-  type GuardOptions,
-  type Advertise,
-  type HeaderShape,
-  type TrustProxy,
-} from './http/index.js';
-export { StoreGuard, StoreTimeoutError, BreakerOpenError, DEFAULT_DEADLINE_MS, type BreakerOptions, type BreakerState } from './core/guard.js';
+  CHANNELS,
+  EVENT_FIELDS,
+  type DecisionEvent,
+  type StoreErrorEvent,
+  type StoreFailureReason,
+  type TimeoutEvent,
+  type BreakerEvent,
+  type FallbackEvent,
+  type FailClosedEvent,
+  type KeyErrorEvent,
+  type ReplicasEvent,
+} from './core/events.js';

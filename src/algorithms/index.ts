@@ -1,4 +1,4 @@
-export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult } from './types.js';
+export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult, Figures } from './types.js';
 export { fixedWindow, type FixedWindowState } from './fixed-window.js';
 export { slidingLog, type SlidingLogState } from './sliding-log.js';
 export { slidingWindow, slidingWindowEstimate, type SlidingWindowState } from './sliding-window.js';

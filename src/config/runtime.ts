@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 // Only the package's public entries (`ratecontract`, `ratecontract/redis`): what serve builds on, users can build on.
-import { createLimiter, memoryStore, parseDuration, type Clock, type GuardOptions, type Limiter, type LimitDefinition, type Store } from '../index.js';
+import { createLimiter, memoryStore, parseDuration, type Clock, type Limiter, type LimitDefinition, type Store } from '../index.js';
+import type { GuardOptions } from '../http/index.js';
 import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
 import { RouteTable, type RouteMatch } from './route-pattern.js';
 import type { RateContractConfig, RedisStoreConfig, RouteConfig } from './types.js';

@@ -116,14 +116,13 @@ function store(v: unknown, path: ConfigPath): StoreConfig {
   const type = oneOf(o.type, [...path, 'type'], ['memory', 'redis'] as const);
   if (type === 'memory') {
     onlyKeys(o, path, MEMORY_KEYS);
-    const out = {
-      type,
+    const options = {
       ...(o.maxKeys !== undefined && { maxKeys: positiveInt(o.maxKeys, [...path, 'maxKeys']) }),
       ...(o.overflowSlots !== undefined && { overflowSlots: positiveInt(o.overflowSlots, [...path, 'overflowSlots']) }),
     };
     // The library's own checks, so both refuse the same values.
-    rebase(path, () => new MemoryStore(out), (opt) => opt.replace(/^memoryStore\./, ''));
-    return out;
+    rebase(path, () => new MemoryStore(options), (opt) => opt.replace(/^memoryStore\./, ''));
+    return { type, ...options };
   }
   onlyKeys(o, path, REDIS_KEYS);
   if (o.url === undefined) fail('RC_INVALID_OPTION', [...path, 'url'], 'is required for a redis store, for example redis://127.0.0.1:6379');

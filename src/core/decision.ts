@@ -1,12 +1,12 @@
-import { failureReason, type StoreGuard } from './guard.js';
+import { failureReason, type StoreCircuit } from './store-circuit.js';
 import { storeErrorChannel } from './events.js';
 import type { Store, StoreOp } from './store.js';
 import type { Decision, LimitResult, Outcome } from './types.js';
 
-/** A lease to free on `decision.release()`: through the store's guard (deadline, breaker), or on the local fallback store. */
-export interface Lease {
+/** A lease to free on `decision.release()`: through the store's circuit (deadline, breaker), or on the local fallback store. */
+export interface HeldLease {
   readonly store: Store;
-  readonly guard: StoreGuard | undefined;
+  readonly circuit: StoreCircuit | undefined;
   readonly op: StoreOp;
   readonly now: number;
 }
@@ -28,7 +28,7 @@ export class CheckDecision implements Decision {
   readonly retryAfterMs: number;
   readonly delayMs: number;
   readonly results: readonly LimitResult[];
-  #leases: Lease[] | undefined;
+  #leases: HeldLease[] | undefined;
 
   constructor(
     allowed: boolean,
@@ -38,7 +38,7 @@ export class CheckDecision implements Decision {
     retryAfterMs: number,
     delayMs: number,
     results: readonly LimitResult[],
-    leases: Lease[] | undefined,
+    leases: HeldLease[] | undefined,
   ) {
     this.allowed = allowed;
     this.status = status;
@@ -55,13 +55,13 @@ export class CheckDecision implements Decision {
     if (leases === undefined) return;
     this.#leases = undefined;
     await Promise.all(
-      leases.map(async ({ store, guard, op, now }) => {
+      leases.map(async ({ store, circuit, op, now }) => {
         try {
-          if (guard === undefined) await store.release(op, now);
-          else await guard.run(() => store.release(op, now), now);
+          if (circuit === undefined) await store.release(op, now);
+          else await circuit.run(() => store.release(op, now), now);
         } catch (error) {
           // The lease expires on its own after the limit's window.
-          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: guard?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
         }
       }),
     );

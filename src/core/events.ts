@@ -1,33 +1,127 @@
-import { channel } from 'node:diagnostics_channel';
+import { channel, type Channel } from 'node:diagnostics_channel';
+import type { Decision, OnError } from './types.js';
 
 /**
  * Channel names on `node:diagnostics_channel`. Publishing costs nothing when
- * nobody subscribes. Payloads are documented in docs/events.md.
+ * nobody subscribes. Each channel has one payload type, below, the same at
+ * every publish site (docs/events.md; test/core/events.test.ts holds each
+ * published payload against its declared fields).
  */
 export const CHANNELS = {
-  /** Every decision: `{ decision, now }`. */
+  /** Every decision: `DecisionEvent`. */
   decision: 'ratecontract:decision',
-  /** A store could not answer (reason: error, timeout, breaker-open, busy): `{ store, kind, reason, error, limits }`. */
+  /** A store could not answer (reason: error, timeout, breaker-open, busy): `StoreErrorEvent`. */
   storeError: 'ratecontract:store-error',
-  /** A limit was decided by its fail mode: `{ limit, onError, store }`. */
+  /** A limit was decided by its fail mode: `FallbackEvent`. */
   fallback: 'ratecontract:fallback',
-  /** A `closed` limit rejected for lack of a store: `{ limit, store }`. */
+  /** A `closed` limit rejected for lack of a store: `FailClosedEvent`. */
   failClosed: 'ratecontract:fail-closed',
-  /** A key extractor threw: `{ limit, error }`. The request is counted under a shared key. */
+  /** A key extractor threw: `KeyErrorEvent`. The request is counted under a shared key. */
   keyError: 'ratecontract:key-error',
-  /** A store call missed its deadline: `{ store, deadlineMs, limits }`. Also reported on store-error. */
+  /** A store call missed its deadline: `TimeoutEvent`. Also reported on store-error. */
   timeout: 'ratecontract:timeout',
-  /** A store's circuit breaker changed state: `{ store, kind, from, to, now, failureRate, calls }`. */
+  /** A store's circuit breaker changed state: `BreakerEvent`. */
   breaker: 'ratecontract:breaker',
-  /** The replica count used by degraded limits changed: `{ replicas, source }`. */
+  /** The replica count used by degraded limits changed: `ReplicasEvent`. */
   replicas: 'ratecontract:replicas',
 } as const;
 
-export const decisionChannel = channel(CHANNELS.decision);
-export const storeErrorChannel = channel(CHANNELS.storeError);
-export const fallbackChannel = channel(CHANNELS.fallback);
-export const failClosedChannel = channel(CHANNELS.failClosed);
-export const keyErrorChannel = channel(CHANNELS.keyError);
-export const timeoutChannel = channel(CHANNELS.timeout);
-export const breakerChannel = channel(CHANNELS.breaker);
-export const replicasChannel = channel(CHANNELS.replicas);
+/** `ratecontract:decision`: every decision, with the limiter's clock at the check. */
+export interface DecisionEvent {
+  readonly decision: Decision;
+  readonly now: number;
+}
+
+/** Why a store could not answer. */
+export type StoreFailureReason = 'error' | 'timeout' | 'breaker-open' | 'busy';
+
+/** `ratecontract:store-error`: a store could not answer a call. */
+export interface StoreErrorEvent {
+  /** The store's name in the limiter (`'(default)'` for the default store); a store's own internal call (a Cluster compensation) reports its kind. */
+  readonly store: string;
+  /** The store's kind, e.g. `'redis'`, `'memory'`. */
+  readonly kind: string;
+  readonly reason: StoreFailureReason;
+  /** What the call threw (for `breaker-open` and `busy`, the limiter's own error). */
+  readonly error: unknown;
+  /** Names of the limits the failed call was for (empty for a heartbeat). */
+  readonly limits: readonly string[];
+}
+
+/** `ratecontract:timeout`: a store call missed its deadline (also on store-error with reason `timeout`). */
+export interface TimeoutEvent {
+  readonly store: string;
+  readonly deadlineMs: number;
+  readonly limits: readonly string[];
+}
+
+/** `ratecontract:breaker`: a store's breaker moved, with its window at that moment. */
+export interface BreakerEvent {
+  readonly store: string;
+  readonly kind: string;
+  readonly from: 'closed' | 'open' | 'half-open';
+  readonly to: 'closed' | 'open' | 'half-open';
+  readonly now: number;
+  readonly failureRate: number;
+  readonly calls: number;
+}
+
+/** `ratecontract:fallback`: a limit was decided by its fail mode. */
+export interface FallbackEvent {
+  readonly limit: string;
+  readonly onError: OnError;
+  readonly store: string;
+}
+
+/** `ratecontract:fail-closed`: a `closed` limit rejected with 503 for lack of a store. */
+export interface FailClosedEvent {
+  readonly limit: string;
+  readonly store: string;
+}
+
+/** `ratecontract:key-error`: a key function threw. */
+export interface KeyErrorEvent {
+  readonly limit: string;
+  readonly error: unknown;
+}
+
+/** `ratecontract:replicas`: the replica count k changed. */
+export interface ReplicasEvent {
+  readonly replicas: number;
+  readonly source: 'heartbeat';
+}
+
+/** A diagnostics channel that only takes its own payload type. */
+export class TypedChannel<T extends object> {
+  readonly #channel: Channel;
+  constructor(readonly name: string) {
+    this.#channel = channel(name);
+  }
+  get hasSubscribers(): boolean {
+    return this.#channel.hasSubscribers;
+  }
+  publish(payload: T): void {
+    this.#channel.publish(payload);
+  }
+}
+
+export const decisionChannel = new TypedChannel<DecisionEvent>(CHANNELS.decision);
+export const storeErrorChannel = new TypedChannel<StoreErrorEvent>(CHANNELS.storeError);
+export const fallbackChannel = new TypedChannel<FallbackEvent>(CHANNELS.fallback);
+export const failClosedChannel = new TypedChannel<FailClosedEvent>(CHANNELS.failClosed);
+export const keyErrorChannel = new TypedChannel<KeyErrorEvent>(CHANNELS.keyError);
+export const timeoutChannel = new TypedChannel<TimeoutEvent>(CHANNELS.timeout);
+export const breakerChannel = new TypedChannel<BreakerEvent>(CHANNELS.breaker);
+export const replicasChannel = new TypedChannel<ReplicasEvent>(CHANNELS.replicas);
+
+/** Every channel's payload fields, for tests and tools that check payloads at run time. */
+export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly string[] } = {
+  decision: ['decision', 'now'],
+  storeError: ['store', 'kind', 'reason', 'error', 'limits'],
+  fallback: ['limit', 'onError', 'store'],
+  failClosed: ['limit', 'store'],
+  keyError: ['limit', 'error'],
+  timeout: ['store', 'deadlineMs', 'limits'],
+  breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls'],
+  replicas: ['replicas', 'source'],
+};

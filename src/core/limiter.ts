@@ -3,11 +3,12 @@ import { figures } from '../algorithms/types.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
+import { refuseUnknown } from './options.js';
 import { decisionChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { LocalFallback } from './fallback.js';
-import { failureReason, StoreGuard, StoreTimeoutError, type StoreHealth } from './guard.js';
+import { failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
 import { boundKey } from './keys.js';
-import { CheckDecision, type Lease } from './decision.js';
+import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
@@ -49,7 +50,7 @@ export interface LocalStores {
   newFallbackStore(maxKeys: number): SyncStore;
 }
 
-const OPTION_NAMES = new Set(['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys']);
+const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys'];
 
 /** Raw keys of a decision, attached only when `check` is asked for them (`WANT_KEYS`): for partition keys in headers. */
 export const DECISION_KEYS: unique symbol = Symbol('ratecontract.decisionKeys');
@@ -102,7 +103,7 @@ interface Group {
   readonly store: Store;
   readonly name: string;
   readonly indexes: readonly number[];
-  readonly guard: StoreGuard;
+  readonly circuit: StoreCircuit;
   readonly sync: boolean;
 }
 
@@ -128,9 +129,7 @@ class ChainLimiter implements Limiter {
 
   constructor(options: LimiterOptions, local: LocalStores) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
-    for (const key of Object.keys(options)) {
-      if (!OPTION_NAMES.has(key)) throw new ConfigError('RC_INVALID_OPTION', key, `unknown option of createLimiter (known: ${[...OPTION_NAMES].join(', ')})`);
-    }
+    refuseUnknown(options, OPTION_NAMES, '');
     const stores = options.stores ?? {};
     this.limits = compileLimits(options.limits, new Set(Object.keys(stores)));
     this.#clock = options.clock ?? systemClock;
@@ -149,13 +148,13 @@ class ChainLimiter implements Limiter {
     }
     this.#fallback = new LocalFallback(local.newFallbackStore(fallbackMaxKeys), k, failClosedRetryAfterMs);
     const defaultStore = options.store ?? local.newStore();
-    const groups = new Map<string, { store: Store; name: string; indexes: number[]; guard: StoreGuard; sync: boolean }>();
+    const groups = new Map<string, { store: Store; name: string; indexes: number[]; circuit: StoreCircuit; sync: boolean }>();
     this.limits.forEach((l, i) => {
       const name = l.storeName ?? '(default)';
       const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
       let g = groups.get(name);
       if (g === undefined) {
-        g = { store, name, indexes: [], guard: new StoreGuard(store, name), sync: isSyncStore(store) };
+        g = { store, name, indexes: [], circuit: new StoreCircuit(store, name), sync: isSyncStore(store) };
         groups.set(name, g);
       }
       g.indexes.push(i);
@@ -174,12 +173,12 @@ class ChainLimiter implements Limiter {
   }
 
   breakerStates(): Record<string, 'closed' | 'open' | 'half-open'> {
-    return Object.fromEntries(this.#groups.map((g) => [g.name, g.guard.state]));
+    return Object.fromEntries(this.#groups.map((g) => [g.name, g.circuit.state]));
   }
 
   storeHealth(): Record<string, StoreHealth> {
     const now = this.#clock.now();
-    return Object.fromEntries(this.#groups.map((g) => [g.name, g.guard.health(now)]));
+    return Object.fromEntries(this.#groups.map((g) => [g.name, g.circuit.health(now)]));
   }
 
   close(): void {
@@ -251,10 +250,10 @@ class ChainLimiter implements Limiter {
     try {
       fast.store.decideOne(limit, key, cost, now, f);
     } catch (error) {
-      fast.group.guard.record(false, now);
+      fast.group.circuit.record(false, now);
       return this.#failedSync(fast.group, [{ limit, key, cost, leaseId: undefined }], error, now, keys);
     }
-    fast.group.guard.record(true, now);
+    fast.group.circuit.record(true, now);
     const r = this.#scratch;
     r.allowed = f.allowed;
     r.consumed = f.allowed && cost > 0;
@@ -312,7 +311,7 @@ class ChainLimiter implements Limiter {
     const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
     try {
       const res = groupOps.length === 0 ? [] : (single.store as SyncStore).evaluateSync(groupOps, now);
-      single.guard.record(true, now);
+      single.circuit.record(true, now);
       if (complete) {
         results = res as StoreOpResult[];
       } else {
@@ -320,7 +319,7 @@ class ChainLimiter implements Limiter {
         this.#fill(single, ops, res, results);
       }
     } catch (error) {
-      single.guard.record(false, now);
+      single.circuit.record(false, now);
       return this.#failedSync(single, ops, error, now, keys);
     }
     return this.#decide(ops, results, undefined, now, keys);
@@ -368,7 +367,7 @@ class ChainLimiter implements Limiter {
     const groupOps = this.#present(group, ops);
     if (groupOps.length === 0) return;
     try {
-      const res = await group.guard.run(() => group.store.evaluate(groupOps, now), now);
+      const res = await group.circuit.run(() => group.store.evaluate(groupOps, now), now);
       this.#fill(group, ops, res, results);
     } catch (error) {
       this.#markFailed(group, ops, error, failed);
@@ -403,13 +402,13 @@ class ChainLimiter implements Limiter {
     let failModes: ReadonlyArray<OnError | undefined> | undefined;
     let local: readonly boolean[] | undefined;
     let failClosed = false;
-    if (failed !== undefined) ({ failModes, local, failClosed } = this.#fallback.apply(ops, results, failed, now, (l) => this.#groupOf(l).guard.failingSince));
+    if (failed !== undefined) ({ failModes, local, failClosed } = this.#fallback.apply(ops, results, failed, now, (l) => this.#groupOf(l).circuit.failingSince));
     let allowed = true;
     let deciding: CompiledLimit | undefined;
     let retryAfterMs = 0;
     let delayMs = 0;
     let shadowRejected = false;
-    let leases: Lease[] | undefined;
+    let leases: HeldLease[] | undefined;
     const out = new Array<LimitResult>(n);
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
@@ -443,10 +442,10 @@ class ChainLimiter implements Limiter {
         const op = ops[i] as StoreOp;
         leases ??= [];
         if (local?.[i] === true) {
-          leases.push({ store: this.#fallback.store, guard: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
+          leases.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
         } else {
           const group = this.#groupOf(limit);
-          leases.push({ store: group.store, guard: group.guard, op, now });
+          leases.push({ store: group.store, circuit: group.circuit, op, now });
         }
       }
     }
@@ -497,7 +496,7 @@ class ChainLimiter implements Limiter {
         if (giveLocal.length > 0) await this.#fallback.store.refund(giveLocal, now);
         if (give.length === 0) return;
         try {
-          await g.guard.run(() => g.store.refund(give, now), now);
+          await g.circuit.run(() => g.store.refund(give, now), now);
         } catch (error) {
           if (storeErrorChannel.hasSubscribers) {
             storeErrorChannel.publish({ store: g.name, kind: g.store.kind, reason: failureReason(error), error, limits: give.map((o) => o.limit.name) });

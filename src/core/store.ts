@@ -1,4 +1,4 @@
-import type { BreakerOptions } from './guard.js';
+import type { BreakerOptions } from './store-circuit.js';
 import type { Figures } from '../algorithms/types.js';
 import type { CompiledLimit } from './types.js';
 

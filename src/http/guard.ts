@@ -1,5 +1,6 @@
 import { parseDuration, type Duration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
+import { refuseUnknown } from '../core/options.js';
 import { decisionKeys, WANT_KEYS, type Limiter } from '../core/limiter.js';
 import type { CheckOptions, CompiledLimit, Decision, RequestContext } from '../core/types.js';
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, type BodyRead } from './body.js';
@@ -121,6 +122,13 @@ export class Unexpected {
   constructor(readonly error: unknown) {}
 }
 
+/** Every option an adapter takes (`HttpGuard` validates them; adapters pass theirs through). */
+const GUARD_OPTIONS: readonly string[] = [
+  'identify', 'context', 'cost', 'limiterFor', 'maxBodyBytes', 'readBody', 'errorRetryAfter', 'onUnexpectedError', 'delay',
+  'advertise', 'headers', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'partitionKeys', 'partitionKeySecret', 'clock',
+  'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix',
+];
+
 /** No request headers (what the `ip` key reads when no proxy is trusted: nothing). */
 const NO_HEADERS: HeaderRecord = Object.freeze({});
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
@@ -198,6 +206,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
   constructor(limiter: Limiter<Ctx>, options: GuardOptions<Req, Ctx> = {}) {
     assertLimiter(limiter, 'limiter');
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'must be an object');
+    refuseUnknown(options, GUARD_OPTIONS, '');
     for (const name of ['identify', 'context', 'cost', 'limiterFor', 'onUnexpectedError', 'delay'] as const) {
       const f = options[name];
       if (f !== undefined && typeof f !== 'function') throw new ConfigError('RC_INVALID_OPTION', name, `must be a function, got ${typeof f}`);

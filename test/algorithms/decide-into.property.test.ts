@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { figures, type Figures } from '../../src/algorithms/types.js';
-import { compileLimit, memoryStore, runChain, type AlgorithmResult, type LimitDefinition, type StoreOp } from '../../src/index.js';
+import { memoryStore, runChain, type AlgorithmResult, type LimitDefinition, type StoreOp } from '../../src/index.js';
+import { compileLimit } from '../../src/core/compile.js';
 import { ALGORITHM_CASES, advance, deepFreeze, fcBudget, largeParamsArb, paramsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
 
 const cases = ALGORITHM_CASES;

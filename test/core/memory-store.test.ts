@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { boundKey, createLimiter, ManualClock, memoryStore } from '../../src/index.js';
+import { createLimiter, ManualClock, memoryStore } from '../../src/index.js';
+import { boundKey } from '../../src/core/keys.js';
 
 const T0 = 1_700_000_000_000;
 

@@ -23,6 +23,7 @@ const DEADLINE_MS = 100;
  */
 const MARGIN_MS = 150;
 const COOLDOWN_MS = 1000;
+const FAILURE_THRESHOLD = 3;
 /** The breaker's defaults: a failed probe doubles the cool-down up to 5 s; 3 good probes in a row close it. */
 const MAX_COOLDOWN_MS = 5000;
 const PROBES = 3;
@@ -65,7 +66,7 @@ async function rig(authExtra: readonly string[] = []): Promise<Rig> {
   cleanups.push(() => Promise.resolve(authClient.disconnect()));
   cleanups.push(() => Promise.resolve(edgeClient.disconnect()));
   const clock = new ManualClock(Date.now());
-  const breaker = { failureThreshold: 3, cooldownMs: COOLDOWN_MS };
+  const breaker = { failureThreshold: FAILURE_THRESHOLD, cooldownMs: COOLDOWN_MS };
   const newLimiter = (): Limiter =>
     createLimiter({
       clock,
@@ -187,11 +188,13 @@ describe('fail modes against a real Redis', () => {
     });
     try {
       await downPhase(r);
-      // Timeouts, not connection errors, drove it, on both stores. And the breaker stopped calling: only the first
-      // wave (one check per lane, all started before any deadline passed) reached a store; the other 60 did not.
+      // Timeouts, not connection errors, drove it, on both stores. And the breaker stopped calling: the first wave
+      // (one check per lane, all started before any deadline passed) reached a store, plus at most
+      // failureThreshold - 1 checks per store from lanes whose first check timed out before the threshold was reached
+      // (on a loaded host the deadline timers of one wave fire over several turns of the event loop); the rest did not.
       const stores = (timeouts as Array<{ store: string }>).map((t) => t.store);
       expect(new Set(stores)).toEqual(new Set(['auth', 'edge']));
-      expect(stores.length).toBeLessThanOrEqual(DOWN_LANES);
+      expect(stores.length).toBeLessThanOrEqual(DOWN_LANES + 2 * (FAILURE_THRESHOLD - 1));
       await gracePhase(r);
     } finally {
       for (const pid of pids) process.kill(pid, 'SIGCONT');

@@ -8,8 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { algorithms, compileLimit, type AlgorithmName, type CompiledLimit, type StoreOp, type StoreOpResult } from '../../src/index.js';
-import { decodeState, redisStore } from '../../src/stores/redis/index.js';
+import { algorithms, type AlgorithmName, type CompiledLimit, type StoreOp, type StoreOpResult } from '../../src/index.js';
+import { compileLimit } from '../../src/core/compile.js';
+import { redisStore } from '../../src/stores/redis/index.js';
+import { decodeState } from '../../src/stores/redis/codec.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
 import type { Redis } from 'ioredis';
 

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { algorithms, createLimiter, memoryStore, type AlgorithmName, type LimitDefinition, type Store } from '../../src/index.js';
-import { decodeState, redisStore } from '../../src/stores/redis/index.js';
+import { redisStore } from '../../src/stores/redis/index.js';
+import { decodeState } from '../../src/stores/redis/codec.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
 import type { Redis } from 'ioredis';
 

@@ -8,8 +8,10 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileLimit, type StoreOp } from '../../src/index.js';
-import { chainScript, heartbeatScript, redisStore, refundScript, releaseScript } from '../../src/stores/redis/index.js';
+import { type StoreOp } from '../../src/index.js';
+import { compileLimit } from '../../src/core/compile.js';
+import { redisStore } from '../../src/stores/redis/index.js';
+import { chainScript, heartbeatScript, refundScript, releaseScript } from '../../src/stores/redis/scripts.generated.js';
 import { connectStandalone, type Flavour, type TestClient } from './helpers/clients.js';
 import { redisCli, startRedis, type RedisServer } from './helpers/redis-server.js';
 

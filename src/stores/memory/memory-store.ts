@@ -3,6 +3,7 @@ import { figures, type Algorithm, type AlgorithmParams, type Figures } from '../
 import { releaseLease, type ConcurrencyState } from '../../algorithms/concurrency.js';
 import { runChain, runRefund, type StateAccess } from '../../core/chain.js';
 import { ConfigError } from '../../core/errors.js';
+import { refuseUnknown } from '../../core/options.js';
 import type { StoreOp, StoreOpResult, SyncStore } from '../../core/store.js';
 import type { CompiledLimit } from '../../core/types.js';
 
@@ -90,6 +91,8 @@ export class MemoryStore implements SyncStore {
   #size = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'memoryStore', 'options must be an object');
+    refuseUnknown(options, ['maxKeys', 'overflowSlots', 'sweepPerInsert'], 'memoryStore');
     this.maxKeys = positiveInt(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys');
     this.overflowSlots = positiveInt(options.overflowSlots ?? 65_536, 'memoryStore.overflowSlots');
     this.#sweepPerInsert = positiveInt(options.sweepPerInsert ?? 2, 'memoryStore.sweepPerInsert');

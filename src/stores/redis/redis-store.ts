@@ -1,7 +1,8 @@
 import type { Clock } from '../../core/clock.js';
 import { ConfigError, RateContractError } from '../../core/errors.js';
+import { refuseUnknown } from '../../core/options.js';
 import { storeErrorChannel } from '../../core/events.js';
-import { DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/guard.js';
+import { DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
 import { adaptClient, type RedisClientLike, type ScriptRunner } from './client.js';
 import { batchArgs, chainArgs, decodeBatchReply, decodeChainReply, refundArgs, releaseArgs, type ChainCall, type ChainOpReply } from './codec.js';
@@ -93,6 +94,9 @@ interface Queued extends ChainCall {
 }
 
 const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript];
+const REDIS_STORE_OPTIONS: readonly string[] = [
+  'client', 'prefix', 'timeMode', 'clock', 'ttlGraceMs', 'keySecret', 'cluster', 'deadlineMs', 'maxInFlight', 'startupWaitMs', 'breaker', 'batch',
+];
 
 function strip(r: ChainOpReply): StoreOpResult {
   return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs };
@@ -131,6 +135,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'redisStore', 'needs an options object with a client');
+    refuseUnknown(options, REDIS_STORE_OPTIONS, 'redisStore');
     this.#runner = adaptClient(options.client, options.cluster);
     const prefix = options.prefix ?? 'rc:';
     if (typeof prefix !== 'string') throw new ConfigError('RC_INVALID_OPTION', 'redisStore.prefix', `must be a string, got ${typeof prefix}`);

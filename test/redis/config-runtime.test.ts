@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRuntime, demoConfig, parseConfig, type ContractRuntime } from '../../src/config/index.js';
 import { ManualClock } from '../../src/index.js';
-import { startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { startRedis, type RedisServer } from './helpers/redis-server.js';
 
 describe('buildRuntime on the demo contract', () => {
   it('builds one limiter per chain, an explicit unlimited route, and no route for unknown paths', async () => {

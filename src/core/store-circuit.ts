@@ -1,5 +1,6 @@
 import { ConfigError, RateContractError } from './errors.js';
-import { breakerChannel } from './events.js';
+import { refuseUnknown } from './options.js';
+import { breakerChannel, type StoreFailureReason } from './events.js';
 import type { Store } from './store.js';
 
 /** Circuit breaker settings of one store. */
@@ -66,10 +67,8 @@ export class StoreBusyError extends RateContractError {
   }
 }
 
-/** Why a store could not answer, as events and `storeHealth()` report it. */
-export type StoreFailureReason = 'error' | 'timeout' | 'breaker-open' | 'busy';
 
-/** The reason an error thrown by `StoreGuard.run` stands for. */
+/** The reason an error thrown by `StoreCircuit.run` stands for. */
 export function failureReason(error: unknown): StoreFailureReason {
   if (error instanceof StoreTimeoutError) return 'timeout';
   if (error instanceof BreakerOpenError) return 'breaker-open';
@@ -99,12 +98,13 @@ function positive(v: number, option: string, integer = false): number {
   return v;
 }
 
-const BREAKER_KEYS = new Set(['failureRate', 'minimumCalls', 'windowMs', 'failureThreshold', 'cooldownMs', 'maxCooldownMs', 'probeSuccesses']);
+const BREAKER_KEYS: readonly string[] = ['failureRate', 'minimumCalls', 'windowMs', 'failureThreshold', 'cooldownMs', 'maxCooldownMs', 'probeSuccesses'];
 const SLOTS = 10;
 
 /**
- * Deadline, circuit breaker, in-flight bound and readiness gate for one
- * store (one failure domain).
+ * The circuit between the limiter and one store (one failure domain): its
+ * deadline, circuit breaker, in-flight bound and readiness gate. Internal:
+ * the limiter makes one per named store.
  *
  * - Every call runs under `deadlineMs`.
  * - At most `maxInFlight` calls are in flight; a call beyond that fails at
@@ -118,7 +118,7 @@ const SLOTS = 10;
  * - Until the store is ready (its `ready()` resolved), calls wait for it, up
  *   to `startupWaitMs` from the guard's creation; the deadline starts after.
  */
-export class StoreGuard {
+export class StoreCircuit {
   readonly store: Store;
   readonly name: string;
   readonly deadlineMs: number;
@@ -155,9 +155,7 @@ export class StoreGuard {
     this.maxInFlight = positive(store.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, `stores.${name}.maxInFlight`, true);
     const b = store.breaker ?? {};
     if (b === null || typeof b !== 'object') throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker`, 'must be an object');
-    for (const key of Object.keys(b)) {
-      if (!BREAKER_KEYS.has(key)) throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker.${key}`, `unknown option (known: ${[...BREAKER_KEYS].join(', ')})`);
-    }
+    refuseUnknown(b, BREAKER_KEYS, `stores.${name}.breaker`);
     this.#rate = positive(b.failureRate ?? 0.5, `stores.${name}.breaker.failureRate`);
     if (this.#rate > 1) throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker.failureRate`, `must be in (0, 1], got ${String(this.#rate)}`);
     this.#minimumCalls = positive(b.minimumCalls ?? 20, `stores.${name}.breaker.minimumCalls`, true);
