@@ -4,96 +4,17 @@ import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { decisionChannel, keyErrorChannel, replicasChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { startDiscovery } from './discovery.js';
+import { DECISION_KEYS, OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
 import { failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
 import { boundKey } from './keys.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
-import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, LimitResult, OnError, Outcome, RequestContext } from './types.js';
+import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
-/** Options of `createLimiter`. `Ctx` is the request context your key functions and `check()` take. */
-export interface LimiterOptions<Ctx = RequestContext> {
-  /** The chain, most specific first (recipient, account, tenant, IP, global). */
-  readonly limits: readonly LimitDefinition<Ctx>[];
-  /** The default store. Default: a new `memoryStore()`. */
-  readonly store?: Store | undefined;
-  /** Named stores (failure domains) that limits select with `store: '<name>'`. */
-  readonly stores?: Readonly<Record<string, Store>> | undefined;
-  /** Time source in ms. Default: the system clock. */
-  readonly clock?: Clock | undefined;
-  /**
-   * k, the replica count, for `degraded` limits (local limit ceil(N/k)).
-   * A number, or `'discover'`: each limiter keeps a heartbeat in the default
-   * store (which must implement `heartbeat`) and reads the live count; during
-   * an outage the last-known count is used (1 until the first heartbeat).
-   * Default 1.
-   */
-  readonly replicas?: number | 'discover' | undefined;
-  /** With `replicas: 'discover'`: heartbeat period in ms (an instance is counted for 3 periods). Default 5000. */
-  readonly heartbeatMs?: number | undefined;
-  /** `closed` limits past their grace period answer 503 with this Retry-After. Default 1000 ms. */
-  readonly failClosedRetryAfterMs?: number | undefined;
-  /**
-   * Most keys the process-local fallback (the fail modes' local limiter)
-   * holds; beyond it keys share conservative overflow slots, as in the
-   * memory store. Default 100,000.
-   */
-  readonly fallbackMaxKeys?: number | undefined;
-}
-
-/** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
-export interface LocalStores {
-  /** The default store when `options.store` is omitted. */
-  newStore(): Store;
-  /** The fail modes' local store, holding at most `maxKeys` keys. */
-  newFallbackStore(maxKeys: number): SyncStore;
-}
-
-const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys'];
-
-/** Raw keys of a decision, attached only when `check` is asked for them (`WANT_KEYS`): for partition keys in headers. */
-export const DECISION_KEYS: unique symbol = Symbol('ratecontract.decisionKeys');
-/** A `CheckOptions` flag (internal to the HTTP layer): attach each limit's raw key to the decision under `DECISION_KEYS`. */
-export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
-
-/** `CheckOptions` with the HTTP layer's internal flag. */
-interface InternalCheckOptions extends CheckOptions {
-  readonly [WANT_KEYS]?: boolean | undefined;
-}
-
-/** The raw key each limit used (`undefined`: no key, or the key function threw), if `check` was asked for them. */
-export function decisionKeys(decision: Decision): ReadonlyArray<string | undefined> | undefined {
-  return (decision as { [DECISION_KEYS]?: ReadonlyArray<string | undefined> })[DECISION_KEYS];
-}
-
-/** A limiter: checks requests (of context type `Ctx`) against a chain of limits. Never throws on a store failure. */
-export interface Limiter<Ctx = RequestContext> {
-  readonly limits: readonly CompiledLimit[];
-  /** Decides one request. Rejects only on programmer error (an invalid `cost`). */
-  check(ctx: Ctx, options?: CheckOptions): Promise<Decision>;
-  /**
-   * Decides one request at once when no store call can wait on I/O (every
-   * limit on one in-process store, such as `memoryStore()`), with exactly
-   * the decision, state change and events `check` would make; returns
-   * `undefined`, deciding nothing, when the chain needs an asynchronous
-   * store (call `check`). Throws `UsageError` on an invalid `cost`. For
-   * adapters and hot loops that can skip a promise per request.
-   */
-  checkSync(ctx: Ctx, options?: CheckOptions): Decision | undefined;
-  /** The replica count k that `degraded` limits currently divide by. */
-  readonly replicas: number;
-  /** Circuit breaker state per store name (`'(default)'` for the default store). */
-  breakerStates(): Record<string, 'closed' | 'open' | 'half-open'>;
-  /**
-   * Per store name: breaker state, failure rate and calls in its window,
-   * calls in flight, and whether the store is ready. What an operator needs
-   * to see that the limiter is deciding locally.
-   */
-  storeHealth(): Record<string, StoreHealth>;
-  /** Stops background work (the discovery heartbeat). The limiter keeps working with the last-known replica count. */
-  close(): void;
-}
+export { decisionKeys, DECISION_KEYS, WANT_KEYS, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 
 const KEY_ERROR = '\u0000key-error';
 /** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
@@ -159,7 +80,13 @@ class ChainLimiter implements Limiter {
       }
       g.indexes.push(i);
     });
-    if (replicas === 'discover') this.#startDiscovery(defaultStore, options.heartbeatMs ?? 5000);
+    if (replicas === 'discover') {
+      const fallback = this.#fallback;
+      this.#heartbeat = startDiscovery(defaultStore, options.heartbeatMs ?? 5000, this.#clock, {
+        get: () => fallback.replicas,
+        set: (count) => (fallback.replicas = count),
+      });
+    }
     this.#groups = [...groups.values()];
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
     const only = this.limits.length === 1 ? this.limits[0] : undefined;
@@ -184,29 +111,6 @@ class ChainLimiter implements Limiter {
   close(): void {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
-  }
-
-  #startDiscovery(store: Store, periodMs: number): void {
-    if (typeof store.heartbeat !== 'function') {
-      throw new ConfigError('RC_INVALID_OPTION', 'replicas', `'discover' needs a default store with heartbeat(); ${store.kind} has none: pass a number`);
-    }
-    if (!Number.isSafeInteger(periodMs) || periodMs < 10) throw new ConfigError('RC_INVALID_OPTION', 'heartbeatMs', `must be an integer >= 10, got ${String(periodMs)}`);
-    const id = randomBytes(9).toString('base64url');
-    const beat = async (): Promise<void> => {
-      try {
-        const count = await (store.heartbeat as NonNullable<Store['heartbeat']>).call(store, id, periodMs * 3, this.#clock.now());
-        if (Number.isSafeInteger(count) && count >= 1 && count !== this.#fallback.replicas) {
-          this.#fallback.replicas = count;
-          if (replicasChannel.hasSubscribers) replicasChannel.publish({ replicas: count, source: 'heartbeat' });
-        }
-      } catch (error) {
-        // Keep the last-known count during an outage.
-        if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: '(default)', kind: store.kind, reason: failureReason(error), error, limits: [] });
-      }
-    };
-    void beat();
-    this.#heartbeat = setInterval(() => void beat(), periodMs);
-    this.#heartbeat.unref();
   }
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {

@@ -1,114 +1,20 @@
-import { parseDuration, type Duration } from '../core/duration.js';
+import { parseDuration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
 import { refuseUnknown } from '../core/options.js';
 import { decisionKeys, WANT_KEYS, type Limiter } from '../core/limiter.js';
 import type { CheckOptions, CompiledLimit, Decision, RequestContext } from '../core/types.js';
-import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, type BodyRead } from './body.js';
-import type { HeaderRecord } from './forwarded.js';
-import { resolveClientIp, resolveIpOptions, type IpOptions, type ResolvedIpOptions } from './ip.js';
+import { DEFAULT_MAX_BODY_BYTES, parseJsonBody } from './body.js';
+import { baseContext } from './context.js';
+import type { GuardOptions, GuardResult, RequestFacts } from './guard-options.js';
+import { resolveIpOptions, type ResolvedIpOptions } from './ip.js';
 import { contentTooLargeResponse, isAdvertising, mapDecision, unavailableResponse, type HttpResponse } from './respond.js';
-import { resolveResponseOptions, type ResolvedResponseOptions, type ResponseOptions } from './response-options.js';
+import { resolveResponseOptions, type ResolvedResponseOptions } from './response-options.js';
 import { sleep } from './sleep.js';
+import { traits, type Traits } from './traits.js';
 
-/** The `ip` key when no client address can be determined (no socket address): such requests share one bucket rather than escape `ip` limits. */
-export const UNKNOWN_IP = 'unknown';
-
-/**
- * Options every adapter accepts. `Req` is the adapter's request type (passed
- * to the hooks); `Ctx` is the context type of the limiter (default
- * `RequestContext`).
- */
-export interface GuardOptions<Req, Ctx = RequestContext> extends ResponseOptions, IpOptions {
-  /**
-   * Builds the context the limiter's keys see from the request and the base
-   * context the guard made (`{ ip, principal, method, path, headers, query,
-   * body }`), for a limiter whose `Ctx` has fields of its own: return
-   * `{ ...base, tenant: req.tenant }`. Required (by the types) when `Ctx`
-   * needs more than the base; may be async; runs once per request. A throw
-   * is answered 503, like a throwing `identify`. Default: the base context.
-   */
-  readonly context?: ((req: Req, base: RequestContext) => Ctx | Promise<Ctx>) | undefined;
-  /**
-   * The authenticated principal (account, API key id, tenant), or `undefined`
-   * for an anonymous caller. Feeds `key: 'principal'` and decides who is told
-   * the policy table (`advertise`). May be async. Default: everyone is anonymous.
-   */
-  readonly identify?: ((req: Req) => string | undefined | Promise<string | undefined>) | undefined;
-  /** Cost of this request (a positive integer); `undefined` for each limit's own `cost`. */
-  readonly cost?: ((req: Req) => number | undefined) | undefined;
-  /** Chooses the limiter for a request: a `Limiter`, `false` to skip limiting, `undefined` for the default one. */
-  readonly limiterFor?: ((req: Req) => Limiter<Ctx> | false | undefined) | undefined;
-  /** Largest JSON body read for `body.*` keys, in bytes. Over it: 413. Default 102400 (100 KiB). */
-  readonly maxBodyBytes?: number | undefined;
-  /** Read and parse the body even if no limit uses a `body.*` key (for key functions that read `ctx.body`). Default false. */
-  readonly readBody?: boolean | undefined;
-  /** `Retry-After` of the 503 sent when something unexpected fails (a throwing `identify`). Default `'1s'`. */
-  readonly errorRetryAfter?: Duration | undefined;
-  /** Called with anything unexpected the guard caught (it then answered 503). Default: nothing. */
-  readonly onUnexpectedError?: ((error: unknown, req: Req) => void) | undefined;
-  /** Waits `ms` (leaky-bucket queue mode); resolves early when `signal` aborts. Default: an unref'd timer. Inject in tests. */
-  readonly delay?: ((ms: number, signal: AbortSignal | undefined) => Promise<void>) | undefined;
-}
-
-/**
- * An adapter's options argument: optional, except when the limiter's `Ctx`
- * needs more than the base context the guard builds, when `context` is
- * required.
- */
-export type OptionsArgument<O extends { readonly context?: unknown }, Ctx> = RequestContext extends Ctx
-  ? [options?: O]
-  : [options: O & { readonly context: NonNullable<O['context']> }];
-
-/** What an adapter tells the guard about one request. */
-export interface RequestFacts<Req> {
-  readonly req: Req;
-  /** The socket peer address. */
-  readonly remoteAddress: string | undefined;
-  readonly method: string | undefined;
-  /** Path and query as sent (`/a/b?x=1`). */
-  readonly url: string | undefined;
-  /** Lower-case names. */
-  readonly headers: HeaderRecord;
-  /** The body, when the framework has already parsed it. */
-  readonly parsedBody?: { readonly value: unknown } | undefined;
-  /** Reads the raw body up to `max` bytes; the adapter keeps what it read for the application. */
-  readonly readBody?: ((max: number) => Promise<BodyRead>) | undefined;
-  /** An abort signal for the client connection (created on demand, for the queue-mode wait). */
-  readonly signal?: (() => AbortSignal | undefined) | undefined;
-}
-
-/** What the adapter does next. */
-export type GuardResult =
-  /** Go on; add `headers` to the application's response; release `decision` when the response is done. */
-  | {
-      readonly kind: 'proceed';
-      readonly decision: Decision | undefined;
-      readonly headers: Readonly<Record<string, string>>;
-      /** Whether the decision may hold concurrency leases to release when the response is done (else adapters skip the bookkeeping). */
-      readonly leases: boolean;
-    }
-  /** Send `response`; the request stops here (any lease is already released). */
-  | { readonly kind: 'respond'; readonly decision: Decision | undefined; readonly response: HttpResponse }
-  /** The client went away during the queue-mode wait; nothing to send. */
-  | { readonly kind: 'gone'; readonly decision: Decision | undefined };
-
-function query(url: string | undefined): Record<string, string | string[]> | undefined {
-  if (url === undefined) return undefined;
-  const q = url.indexOf('?');
-  if (q < 0) return {};
-  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
-  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) {
-    const prev = out[k];
-    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-  }
-  return out;
-}
-
-function path(url: string | undefined): string | undefined {
-  if (url === undefined) return undefined;
-  const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
-}
+export { UNKNOWN_IP } from './context.js';
+export type { GuardOptions, GuardResult, OptionsArgument, RequestFacts } from './guard-options.js';
+export { holdsLeases, usesBody, usesHeaders, usesQuery } from './traits.js';
 
 function assertLimiter(limiter: unknown, option: string): asserts limiter is Limiter {
   const l = limiter as Partial<Limiter> | null;
@@ -129,60 +35,9 @@ const GUARD_OPTIONS: readonly string[] = [
   'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix',
 ];
 
-/** No request headers (what the `ip` key reads when no proxy is trusted: nothing). */
-const NO_HEADERS: HeaderRecord = Object.freeze({});
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
 const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
 const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, leases: false });
-
-/** What a limiter's limits read and hold, worked out once per limiter. */
-interface Traits {
-  /** A `body.*` key. */
-  readonly body: boolean;
-  /** A `header.*` key or a key function (which may read any header). */
-  readonly headers: boolean;
-  /** A `query.*` key or a key function (which may read the query). */
-  readonly query: boolean;
-  /** A concurrency limit (its decisions hold leases). */
-  readonly leases: boolean;
-}
-
-const traitsOf = new WeakMap<Limiter, Traits>();
-
-function traits(limiter: Limiter): Traits {
-  let t = traitsOf.get(limiter);
-  if (t === undefined) {
-    const specs = limiter.limits.map((l) => l.keySpec);
-    t = {
-      body: specs.some((k) => k.startsWith('body.')),
-      headers: specs.some((k) => k.startsWith('header.') || k === 'function'),
-      query: specs.some((k) => k.startsWith('query.') || k === 'function'),
-      leases: limiter.limits.some((l) => l.algorithm === 'concurrency'),
-    };
-    traitsOf.set(limiter, t);
-  }
-  return t;
-}
-
-/** Whether any limit of `limiter` reads a header or runs a key function (which may read any). */
-export function usesHeaders(limiter: Limiter): boolean {
-  return traits(limiter).headers;
-}
-
-/** Whether any limit of `limiter` reads the query string or runs a key function (which may read it). */
-export function usesQuery(limiter: Limiter): boolean {
-  return traits(limiter).query;
-}
-
-/** Whether any limit of `limiter` is a concurrency limit (its decisions hold leases). */
-export function holdsLeases(limiter: Limiter): boolean {
-  return traits(limiter).leases;
-}
-
-/** Whether any limit of `limiter` has a `body.*` key (so the body must be read before deciding). */
-export function usesBody(limiter: Limiter): boolean {
-  return traits(limiter).body;
-}
 
 /**
  * The request-side half every adapter shares: choose the limiter, resolve the
@@ -265,15 +120,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
   }
 
   #quickContext(remoteAddress: string | undefined, method: string | undefined, url: string | undefined): RequestContext {
-    return {
-      ip: resolveClientIp(remoteAddress, NO_HEADERS, this.ip) ?? UNKNOWN_IP,
-      principal: undefined,
-      method,
-      path: path(url),
-      headers: undefined,
-      query: this.#traits.query ? query(url) : undefined,
-      body: undefined,
-    };
+    return baseContext(remoteAddress, method, url, undefined, this.ip, this.#traits, undefined, undefined);
   }
 
   #traitsOf(limiter: Limiter): Traits {
@@ -408,26 +255,12 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     }
   }
 
-  /**
-   * The context the limits' keys see. `headers` and `query` are filled only
-   * when some limit reads them (a `header.*` or `query.*` key, a key
-   * function, trusted proxies, a body key), so a request no limit reads them
-   * for never pays for building them (node:http builds `req.headers` on
-   * first access).
-   */
+  /** The context the limits' keys see: the headers only when a limit, a trusted proxy or the body reads them. */
   #context(facts: RequestFacts<Req>, limiter: Limiter, principal: string | undefined, body: unknown): RequestContext {
     const t = this.#traitsOf(limiter);
     const proxied = this.ip.trust.kind !== 'none';
     const headers = proxied || t.headers || t.body || this.#options.readBody === true ? facts.headers : undefined;
-    return {
-      ip: resolveClientIp(facts.remoteAddress, headers ?? NO_HEADERS, this.ip) ?? UNKNOWN_IP,
-      principal,
-      method: facts.method,
-      path: path(facts.url),
-      headers,
-      query: t.query ? query(facts.url) : undefined,
-      body,
-    };
+    return baseContext(facts.remoteAddress, facts.method, facts.url, headers, this.ip, t, principal, body);
   }
 
   /**

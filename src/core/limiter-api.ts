@@ -1,0 +1,88 @@
+import type { Clock } from './clock.js';
+import type { StoreHealth } from './store-circuit.js';
+import type { Store, SyncStore } from './store.js';
+import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, RequestContext } from './types.js';
+
+/** Options of `createLimiter`. `Ctx` is the request context your key functions and `check()` take. */
+export interface LimiterOptions<Ctx = RequestContext> {
+  /** The chain, most specific first (recipient, account, tenant, IP, global). */
+  readonly limits: readonly LimitDefinition<Ctx>[];
+  /** The default store. Default: a new `memoryStore()`. */
+  readonly store?: Store | undefined;
+  /** Named stores (failure domains) that limits select with `store: '<name>'`. */
+  readonly stores?: Readonly<Record<string, Store>> | undefined;
+  /** Time source in ms. Default: the system clock. */
+  readonly clock?: Clock | undefined;
+  /**
+   * k, the replica count, for `degraded` limits (local limit ceil(N/k)).
+   * A number, or `'discover'`: each limiter keeps a heartbeat in the default
+   * store (which must implement `heartbeat`) and reads the live count; during
+   * an outage the last-known count is used (1 until the first heartbeat).
+   * Default 1.
+   */
+  readonly replicas?: number | 'discover' | undefined;
+  /** With `replicas: 'discover'`: heartbeat period in ms (an instance is counted for 3 periods). Default 5000. */
+  readonly heartbeatMs?: number | undefined;
+  /** `closed` limits past their grace period answer 503 with this Retry-After. Default 1000 ms. */
+  readonly failClosedRetryAfterMs?: number | undefined;
+  /**
+   * Most keys the process-local fallback (the fail modes' local limiter)
+   * holds; beyond it keys share conservative overflow slots, as in the
+   * memory store. Default 100,000.
+   */
+  readonly fallbackMaxKeys?: number | undefined;
+}
+
+/** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
+export interface LocalStores {
+  /** The default store when `options.store` is omitted. */
+  newStore(): Store;
+  /** The fail modes' local store, holding at most `maxKeys` keys. */
+  newFallbackStore(maxKeys: number): SyncStore;
+}
+
+export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys'];
+
+/** Raw keys of a decision, attached only when `check` is asked for them (`WANT_KEYS`): for partition keys in headers. */
+export const DECISION_KEYS: unique symbol = Symbol('ratecontract.decisionKeys');
+/** A `CheckOptions` flag (internal to the HTTP layer): attach each limit's raw key to the decision under `DECISION_KEYS`. */
+export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
+
+/** `CheckOptions` with the HTTP layer's internal flag. */
+export interface InternalCheckOptions extends CheckOptions {
+  readonly [WANT_KEYS]?: boolean | undefined;
+}
+
+/** The raw key each limit used (`undefined`: no key, or the key function threw), if `check` was asked for them. */
+export function decisionKeys(decision: Decision): ReadonlyArray<string | undefined> | undefined {
+  return (decision as { [DECISION_KEYS]?: ReadonlyArray<string | undefined> })[DECISION_KEYS];
+}
+
+/** A limiter: checks requests (of context type `Ctx`) against a chain of limits. Never throws on a store failure. */
+export interface Limiter<Ctx = RequestContext> {
+  readonly limits: readonly CompiledLimit[];
+  /** Decides one request. Rejects only on programmer error (an invalid `cost`). */
+  check(ctx: Ctx, options?: CheckOptions): Promise<Decision>;
+  /**
+   * Decides one request at once when no store call can wait on I/O (every
+   * limit on one in-process store, such as `memoryStore()`), with exactly
+   * the decision, state change and events `check` would make; returns
+   * `undefined`, deciding nothing, when the chain needs an asynchronous
+   * store (call `check`). Throws `UsageError` on an invalid `cost`. For
+   * adapters and hot loops that can skip a promise per request.
+   */
+  checkSync(ctx: Ctx, options?: CheckOptions): Decision | undefined;
+  /** The replica count k that `degraded` limits currently divide by. */
+  readonly replicas: number;
+  /** Circuit breaker state per store name (`'(default)'` for the default store). */
+  breakerStates(): Record<string, 'closed' | 'open' | 'half-open'>;
+  /**
+   * Per store name: breaker state, failure rate and calls in its window,
+   * calls in flight, and whether the store is ready. What an operator needs
+   * to see that the limiter is deciding locally.
+   */
+  storeHealth(): Record<string, StoreHealth>;
+  /** Stops background work (the discovery heartbeat). The limiter keeps working with the last-known replica count. */
+  close(): void;
+}
+
