@@ -1,6 +1,9 @@
 /** Helpers for node sockets and responses, shared by the node:http, Express and Fastify adapters. */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Decision } from '../core/types.js';
+import { releaseOnce } from './release.js';
+import type { HttpResponse } from './respond.js';
 
 /** Where a socket's peer address is kept once read (not enumerable by `Object.keys` or `JSON.stringify`). */
 const PEER = Symbol('ratecontract.peer');
@@ -43,4 +46,31 @@ export function connectionSignal(socket: Socket, res: ServerResponse): AbortSign
     if (!res.writableFinished) ac.abort();
   });
   return ac.signal;
+}
+
+/** Writes a guard's response (`respond`) on a node:http response, unless one was already sent. */
+export function writeResponse(res: ServerResponse, response: HttpResponse): void {
+  if (res.headersSent || res.destroyed) return;
+  res.statusCode = response.status;
+  setHeaders(res, response.headers);
+  res.end(response.body);
+}
+
+/** Sets a guard's fields on a node:http response. */
+export function setHeaders(res: ServerResponse, headers: Readonly<Record<string, string>>): void {
+  for (const name in headers) res.setHeader(name, headers[name] as string);
+}
+
+/**
+ * Releases `decision`'s leases exactly once when the response is done:
+ * `finish` on a completed response, `close` alone on a client abort or a
+ * destroyed socket (and at once if it is already gone).
+ */
+export function releaseWhenDone(decision: Decision, socket: Socket, res: ServerResponse): void {
+  const release = releaseOnce(decision);
+  if (socket.destroyed || res.closed) release();
+  else {
+    res.once('finish', release);
+    res.once('close', release);
+  }
 }

@@ -4,8 +4,7 @@ import type { Decision } from '../../core/types.js';
 import { isJsonOrUntyped, parseJsonBody, readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
 import type { RequestContext } from '../../core/types.js';
-import { connectionSignal, peerAddress } from '../../http/node-connection.js';
-import { releaseOnce } from '../../http/release.js';
+import { connectionSignal, peerAddress, releaseWhenDone, setHeaders, writeResponse } from '../../http/node-connection.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -46,27 +45,16 @@ function facts(req: Request, res: Response, readBody: boolean): RequestFacts<Req
 function apply(result: GuardResult, req: Request, res: Response, next: NextFunction): void {
   if (result.kind === 'gone') return;
   if (result.kind === 'respond') {
-    if (res.headersSent || res.destroyed) return;
-    const { status, headers, body } = result.response;
-    res.statusCode = status;
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-    res.end(body);
+    writeResponse(res, result.response);
     return;
   }
   const decision = result.decision;
-  for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
+  setHeaders(res, result.headers);
   if (decision !== undefined) {
     req.rateLimit = decision;
     res.locals['rateLimit'] = decision;
   }
-  if (decision !== undefined && result.leases) {
-    const release = releaseOnce(decision);
-    if (req.socket.destroyed || res.closed) release();
-    else {
-      res.once('finish', release);
-      res.once('close', release);
-    }
-  }
+  if (decision !== undefined && result.leases) releaseWhenDone(decision, req.socket, res);
   next();
 }
 

@@ -3,8 +3,7 @@ import type { Limiter } from '../../core/limiter.js';
 import type { Decision, RequestContext } from '../../core/types.js';
 import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import type { HttpResponse } from '../../http/respond.js';
-import { connectionSignal, peerAddress } from '../../http/node-connection.js';
-import { releaseOnce } from '../../http/release.js';
+import { connectionSignal, peerAddress, releaseWhenDone } from '../../http/node-connection.js';
 
 /** Per-route choice, in the route's `config.rateLimit`: another limiter, or `false` for none. */
 export interface RouteRateLimitConfig {
@@ -87,15 +86,7 @@ function finish(result: GuardResult, facts: FastifyFacts): void {
   if (decision !== undefined) {
     for (const name in result.headers) void reply.header(name, result.headers[name]);
     request.rateLimit = decision;
-    if (result.leases) {
-      const raw = reply.raw;
-      const release = releaseOnce(decision);
-      if (request.raw.socket.destroyed || raw.closed) release();
-      else {
-        raw.once('finish', release);
-        raw.once('close', release);
-      }
-    }
+    if (result.leases) releaseWhenDone(decision, request.raw.socket, reply.raw);
   }
   facts.next();
 }

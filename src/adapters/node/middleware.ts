@@ -5,9 +5,7 @@ import { readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
 import type { RequestContext } from '../../core/types.js';
 import { parseJsonBody } from '../../http/body.js';
-import { connectionSignal, peerAddress } from '../../http/node-connection.js';
-import { releaseOnce } from '../../http/release.js';
-import type { HttpResponse } from '../../http/respond.js';
+import { connectionSignal, peerAddress, releaseWhenDone, setHeaders, writeResponse } from '../../http/node-connection.js';
 
 /** Options of `createGuard`: the shared adapter options, with the node:http request as `req`. */
 export type NodeGuardOptions<Ctx = RequestContext> = GuardOptions<IncomingMessage, Ctx>;
@@ -58,17 +56,6 @@ export function getBody(req: IncomingMessage): RequestBody | undefined {
   return { raw, json: parseJsonBody(raw) };
 }
 
-function setHeaders(res: ServerResponse, headers: Readonly<Record<string, string>>): void {
-  for (const name in headers) res.setHeader(name, headers[name] as string);
-}
-
-/** Writes a guard response on a node:http response. */
-export function writeResponse(res: ServerResponse, response: HttpResponse): void {
-  if (res.headersSent || res.destroyed) return;
-  res.statusCode = response.status;
-  setHeaders(res, response.headers);
-  res.end(response.body);
-}
 
 /**
  * One request's facts for the guard. A class rather than a literal with
@@ -158,15 +145,7 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
   const decision = result.decision;
   if (!res.headersSent) setHeaders(res, result.headers);
   if (decision !== undefined) (req as WithDecision)[DECISION] = decision;
-  if (decision !== undefined && result.leases) {
-    const release = releaseOnce(decision);
-    // 'close' follows 'finish' on a completed response and fires alone on a client abort or a destroyed socket.
-    if (req.socket.destroyed || res.closed) release();
-    else {
-      res.once('close', release);
-      res.once('finish', release);
-    }
-  }
+  if (decision !== undefined && result.leases) releaseWhenDone(decision, req.socket, res);
   return true;
 }
 
