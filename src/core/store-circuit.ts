@@ -3,38 +3,7 @@ import { refuseUnknown } from './options.js';
 import { breakerChannel, type StoreFailureReason } from './events.js';
 import type { Store } from './store.js';
 
-/** Circuit breaker settings of one store. */
-export interface BreakerOptions {
-  /**
-   * Failure rate (errors and missed deadlines over calls, 0 < rate <= 1) in
-   * the last `windowMs` that opens the breaker, once the window holds at
-   * least `minimumCalls` calls. Default 0.5.
-   */
-  readonly failureRate?: number | undefined;
-  /** Calls the window must hold before the failure rate counts. Default 20. */
-  readonly minimumCalls?: number | undefined;
-  /** Length of the rolling window the failure rate is measured over, ms. Default 1000. */
-  readonly windowMs?: number | undefined;
-  /**
-   * Consecutive failures that open the breaker while the window holds fewer
-   * than `minimumCalls` calls (light traffic, where a rate means little).
-   * Default 3.
-   */
-  readonly failureThreshold?: number | undefined;
-  /**
-   * How long an open breaker skips the store before it lets a probe through,
-   * ms. Each failed probe doubles it, up to `maxCooldownMs`; closing resets
-   * it. Default 200.
-   */
-  readonly cooldownMs?: number | undefined;
-  /** Longest cool-down after repeated failed probes, ms. Default 5000. */
-  readonly maxCooldownMs?: number | undefined;
-  /**
-   * Consecutive successful probes (one at a time, each within the deadline)
-   * that close a half-open breaker. Default 3.
-   */
-  readonly probeSuccesses?: number | undefined;
-}
+export type { BreakerOptions } from './store.js';
 
 /** Default deadline of one store call, ms (see docs/fail-modes.md for the measurement behind it). */
 export const DEFAULT_DEADLINE_MS = 20;
