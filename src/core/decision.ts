@@ -29,6 +29,13 @@ export class CheckDecision implements Decision {
   readonly delayMs: number;
   readonly results: readonly LimitResult[];
   #leases: HeldLease[] | undefined;
+  /** Each limit's raw key, when the check was asked for them (partition keys); private, so no path's decision shows it. */
+  readonly #keys: ReadonlyArray<string | undefined> | undefined;
+
+  /** The raw keys `check` was asked to keep (`WANT_KEYS`), else `undefined`. */
+  static keysOf(decision: Decision): ReadonlyArray<string | undefined> | undefined {
+    return decision instanceof CheckDecision ? decision.#keys : undefined;
+  }
 
   constructor(
     allowed: boolean,
@@ -39,6 +46,7 @@ export class CheckDecision implements Decision {
     delayMs: number,
     results: readonly LimitResult[],
     leases: HeldLease[] | undefined,
+    keys?: ReadonlyArray<string | undefined>,
   ) {
     this.allowed = allowed;
     this.status = status;
@@ -48,6 +56,7 @@ export class CheckDecision implements Decision {
     this.delayMs = delayMs;
     this.results = results;
     this.#leases = leases;
+    this.#keys = keys;
   }
 
   async release(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Clock } from './clock.js';
+import { CheckDecision } from './decision.js';
 import type { StoreHealth } from './store-circuit.js';
 import type { Store, SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, RequestContext } from './types.js';
@@ -43,8 +44,6 @@ export interface LocalStores {
 
 export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys'];
 
-/** Raw keys of a decision, attached only when `check` is asked for them (`WANT_KEYS`): for partition keys in headers. */
-export const DECISION_KEYS: unique symbol = Symbol('ratecontract.decisionKeys');
 /** A `CheckOptions` flag (internal to the HTTP layer): attach each limit's raw key to the decision under `DECISION_KEYS`. */
 export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
 
@@ -55,7 +54,7 @@ export interface InternalCheckOptions extends CheckOptions {
 
 /** The raw key each limit used (`undefined`: no key, or the key function threw), if `check` was asked for them. */
 export function decisionKeys(decision: Decision): ReadonlyArray<string | undefined> | undefined {
-  return (decision as { [DECISION_KEYS]?: ReadonlyArray<string | undefined> })[DECISION_KEYS];
+  return CheckDecision.keysOf(decision);
 }
 
 /** A limiter: checks requests (of context type `Ctx`) against a chain of limits. Never throws on a store failure. */

@@ -6,7 +6,7 @@ import { ConfigError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
 import { decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { startDiscovery } from './discovery.js';
-import { DECISION_KEYS, OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
+import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
 import { failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
 import { boundKey } from './keys.js';
@@ -14,7 +14,7 @@ import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
-export { decisionKeys, DECISION_KEYS, WANT_KEYS, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
+export { decisionKeys, WANT_KEYS, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 
 const KEY_ERROR = '\u0000key-error';
 /** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
@@ -368,8 +368,7 @@ class ChainLimiter implements Limiter {
     } else {
       outcome = shadowRejected ? 'shadow-rejected' : 'allowed';
     }
-    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases);
-    if (keys !== undefined) Object.defineProperty(decision, DECISION_KEYS, { value: keys });
+    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases, keys);
     if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
     return decision;
   }

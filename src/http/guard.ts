@@ -35,6 +35,8 @@ const GUARD_OPTIONS: readonly string[] = [
   'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix',
 ];
 
+/** The check options that ask for the keys and nothing else (shared). */
+const KEYS_ONLY = Object.freeze({ [WANT_KEYS]: true }) as CheckOptions;
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
 const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
 const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, leases: false });
@@ -272,7 +274,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     const cost = this.#options.cost?.(req);
     const keys = this.response.partitionKeys && isAdvertising(authenticated, this.response);
     if (!keys) return cost === undefined ? undefined : { cost };
-    return cost === undefined ? ({ [WANT_KEYS]: true } as CheckOptions) : ({ cost, [WANT_KEYS]: true } as CheckOptions);
+    return cost === undefined ? KEYS_ONLY : ({ cost, [WANT_KEYS]: true } as CheckOptions);
   }
 
   /** Maps the decision; a promise only when something is left to wait for (releasing a rejection, the queue-mode delay). */
