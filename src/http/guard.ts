@@ -35,6 +35,16 @@ const GUARD_OPTIONS: readonly string[] = [
   'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix',
 ];
 
+/**
+ * Whether a decision lets the request go on with nothing to tell an
+ * anonymous, unadvertised caller and nothing to wait for: the one rule for
+ * the short-circuit every path takes (the guard, and the adapters' one-step
+ * paths).
+ */
+export function goesOnAsIs(decision: Decision): boolean {
+  return decision.allowed && decision.delayMs <= 0;
+}
+
 /** The check options that ask for the keys and nothing else (shared). */
 const KEYS_ONLY = Object.freeze({ [WANT_KEYS]: true }) as CheckOptions;
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
@@ -281,7 +291,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
   #settle(decision: Decision, limiter: Limiter, principal: string | undefined, facts: RequestFacts<Req>): GuardResult | Promise<GuardResult> {
     const authenticated = principal !== undefined;
     const advertising = isAdvertising(authenticated, this.response);
-    if (decision.allowed && decision.delayMs <= 0 && !advertising) {
+    if (goesOnAsIs(decision) && !advertising) {
       // Nothing to tell this caller: the common case, without building a response.
       return { kind: 'proceed', decision, headers: NO_FIELDS, leases: this.#traitsOf(limiter).leases };
     }

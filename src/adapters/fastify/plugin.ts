@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision, RequestContext } from '../../core/types.js';
-import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
+import { goesOnAsIs, HttpGuard, Unexpected, type GuardOptions, type GuardResult, type RequestFacts } from '../../http/guard.js';
 import type { HttpResponse } from '../../http/respond.js';
 import { connectionSignal, peerAddress, releaseWhenDone } from '../../http/node-connection.js';
 
@@ -134,7 +134,7 @@ const plugin = (fastify: FastifyInstance, options: FastifyRateLimitOptions): Pro
         return;
       }
       if (quick !== undefined) {
-        if (quick.allowed && quick.delayMs <= 0) {
+        if (goesOnAsIs(quick)) {
           request.rateLimit = quick;
           done();
         } else guard.conclude(quick, new FastifyFacts(request, reply, done, false), finish);

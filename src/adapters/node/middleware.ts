@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';
 import { readNodeBody, type BodyRead } from '../../http/body.js';
-import { HttpGuard, Unexpected, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
+import { goesOnAsIs, HttpGuard, Unexpected, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
 import type { RequestContext } from '../../core/types.js';
 import { parseJsonBody } from '../../http/body.js';
 import { connectionSignal, peerAddress, releaseWhenDone, setHeaders, writeResponse } from '../../http/node-connection.js';
@@ -175,7 +175,7 @@ export function createGuard<Ctx extends object = RequestContext>(limiter: Limite
     const quick = guard.quick(peerAddress(req.socket), req.method, req.url);
     if (quick !== undefined) {
       if (quick instanceof Unexpected) return guard.fail(quick.error, req).then((result) => applyResult(result, req, res));
-      if (quick.allowed && quick.delayMs <= 0) {
+      if (goesOnAsIs(quick)) {
         // Nothing to tell the caller and nothing to release: record the decision and go on.
         (req as WithDecision)[DECISION] = quick;
         return true;
