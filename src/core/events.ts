@@ -21,6 +21,8 @@ export const CHANNELS = {
   breaker: 'ratecontract:breaker',
   /** The replica count used by degraded limits changed: `{ replicas, source }`. */
   replicas: 'ratecontract:replicas',
+  /** A store call that was made finished (answered, failed or missed its deadline): `{ store, kind, durationMs, ok }`. */
+  storeCall: 'ratecontract:store-call',
 } as const;
 
 export const decisionChannel = channel(CHANNELS.decision);
@@ -31,3 +33,4 @@ export const keyErrorChannel = channel(CHANNELS.keyError);
 export const timeoutChannel = channel(CHANNELS.timeout);
 export const breakerChannel = channel(CHANNELS.breaker);
 export const replicasChannel = channel(CHANNELS.replicas);
+export const storeCallChannel = channel(CHANNELS.storeCall);

@@ -1,5 +1,5 @@
 import { ConfigError, RateContractError } from './errors.js';
-import { breakerChannel } from './events.js';
+import { breakerChannel, storeCallChannel } from './events.js';
 import type { Store } from './store.js';
 
 /** Circuit breaker settings of one store. */
@@ -204,12 +204,17 @@ export class StoreGuard {
       probe = true;
     }
     this.#inFlight++;
+    // Timed only while someone listens on store-call: the readiness wait is not part of the call.
+    let started = -1;
     try {
       if (this.#gate !== undefined) await this.#gate;
+      if (storeCallChannel.hasSubscribers) started = performance.now();
       const value = await withDeadline(call(), this.deadlineMs);
+      if (started >= 0) this.#timed(started, true);
       this.#succeeded(now, probe);
       return value;
     } catch (error) {
+      if (started >= 0) this.#timed(started, false);
       this.#failed(now, probe);
       throw error;
     } finally {
@@ -227,6 +232,10 @@ export class StoreGuard {
       this.failingSince ??= now;
       this.#consecutive++;
     }
+  }
+
+  #timed(started: number, ok: boolean): void {
+    storeCallChannel.publish({ store: this.name, kind: this.store.kind, durationMs: performance.now() - started, ok });
   }
 
   #startGate(startupWaitMs: number): Promise<void> {
