@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CHANNELS, createLimiter, memoryStore, type Store, type StoreOp, type StoreOpResult } from '../../src/index.js';
+import { CHANNELS, createLimiter, memoryStore, type LimitDefinition, type Store, type StoreOp, type StoreOpResult } from '../../src/index.js';
 
 interface StoreCall {
   readonly store: string;
@@ -45,7 +45,8 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const limits = [{ name: 'per-ip', purpose: 'shedding' as const, limit: 100, window: '1m', key: 'ip' as const, store: 'slow' }];
+const perIp: LimitDefinition = { name: 'per-ip', purpose: 'shedding', limit: 100, window: '1m', key: 'ip' };
+const limits: LimitDefinition[] = [{ ...perIp, store: 'slow' }];
 
 describe('ratecontract:store-call', () => {
   it('reports each store call made, with its store, kind, duration and whether it answered', async () => {
@@ -76,7 +77,7 @@ describe('ratecontract:store-call', () => {
     expect(store.calls).toBe(2);
     expect(seen).toHaveLength(2);
 
-    const local = createLimiter({ limits: [{ ...limits[0], store: undefined }] as typeof limits });
+    const local = createLimiter({ limits: [perIp] });
     await local.check({ ip: '192.0.2.1' });
     expect(seen).toHaveLength(2);
   });
