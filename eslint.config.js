@@ -50,6 +50,8 @@ export default tseslint.config(
   ...layer('src/stores/**/*.ts', ['http', 'adapters', 'cli', 'testing']),
   ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
   ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
+  // The metrics bindings read core events and limiters only: library users get them without the service or the config file.
+  ...layer('src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service']),
   {
     // Unit tests run without Redis: only test/redis, test/faults and test/load may start redis-server or talk to it.
     files: ['test/**/*.ts'],

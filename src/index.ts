@@ -92,4 +92,5 @@ export {
   type FailClosedEvent,
   type KeyErrorEvent,
   type ReplicasEvent,
+  type StoreCallEvent,
 } from './core/events.js';

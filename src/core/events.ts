@@ -24,6 +24,8 @@ export const CHANNELS = {
   breaker: 'ratecontract:breaker',
   /** The replica count used by degraded limits changed: `ReplicasEvent`. */
   replicas: 'ratecontract:replicas',
+  /** A store call that was made finished (answered, failed or missed its deadline): `StoreCallEvent`. */
+  storeCall: 'ratecontract:store-call',
 } as const;
 
 /** `ratecontract:decision`: every decision, with the limiter's clock at the check. */
@@ -91,6 +93,16 @@ export interface ReplicasEvent {
   readonly source: 'heartbeat';
 }
 
+/** `ratecontract:store-call`: a store call that was made finished (published only while someone listens). */
+export interface StoreCallEvent {
+  readonly store: string;
+  readonly kind: string;
+  /** From the call's start (after the readiness wait) to its answer, failure or missed deadline. */
+  readonly durationMs: number;
+  /** Whether it answered within its deadline. */
+  readonly ok: boolean;
+}
+
 /** A diagnostics channel that only takes its own payload type. */
 export class TypedChannel<T extends object> {
   readonly #channel: Channel;
@@ -113,6 +125,7 @@ export const keyErrorChannel = new TypedChannel<KeyErrorEvent>(CHANNELS.keyError
 export const timeoutChannel = new TypedChannel<TimeoutEvent>(CHANNELS.timeout);
 export const breakerChannel = new TypedChannel<BreakerEvent>(CHANNELS.breaker);
 export const replicasChannel = new TypedChannel<ReplicasEvent>(CHANNELS.replicas);
+export const storeCallChannel = new TypedChannel<StoreCallEvent>(CHANNELS.storeCall);
 
 /** Every channel's payload fields, for tests and tools that check payloads at run time. */
 export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly string[] } = {
@@ -124,4 +137,5 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   timeout: ['store', 'deadlineMs', 'limits'],
   breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls'],
   replicas: ['replicas', 'source'],
+  storeCall: ['store', 'kind', 'durationMs', 'ok'],
 };

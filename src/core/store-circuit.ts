@@ -1,6 +1,6 @@
 import { ConfigError, RateContractError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { breakerChannel, type StoreFailureReason } from './events.js';
+import { breakerChannel, storeCallChannel, type StoreFailureReason } from './events.js';
 import type { Store } from './store.js';
 
 export type { BreakerOptions } from './store.js';
@@ -171,12 +171,17 @@ export class StoreCircuit {
       probe = true;
     }
     this.#inFlight++;
+    // Timed only while someone listens on store-call: the readiness wait is not part of the call.
+    let started = -1;
     try {
       if (this.#gate !== undefined) await this.#gate;
+      if (storeCallChannel.hasSubscribers) started = performance.now();
       const value = await withDeadline(call(), this.deadlineMs);
+      if (started >= 0) this.#timed(started, true);
       this.#succeeded(now, probe);
       return value;
     } catch (error) {
+      if (started >= 0) this.#timed(started, false);
       this.#failed(now, probe);
       throw error;
     } finally {
@@ -194,6 +199,10 @@ export class StoreCircuit {
       this.failingSince ??= now;
       this.#consecutive++;
     }
+  }
+
+  #timed(started: number, ok: boolean): void {
+    storeCallChannel.publish({ store: this.name, kind: this.store.kind, durationMs: performance.now() - started, ok });
   }
 
   #startGate(startupWaitMs: number): Promise<void> {

@@ -1,0 +1,246 @@
+/**
+ * The admin port's live page: one self-contained HTML document (inline CSS
+ * and script, no build step, nothing fetched from elsewhere). It reads
+ * `/contract` (the contract table: an array of rows, drawn with whatever
+ * columns the rows have) and polls `/stats.json` (a `StatsSnapshot`) every
+ * second, drawing per limit a small SVG chart of the admitted, rejected,
+ * shadow-rejected and fallback rates, and the store health table.
+ *
+ * The document holds no data: everything it shows arrives as JSON and is
+ * put in the page with `textContent` and `setAttribute` only, never parsed
+ * as HTML, so a limit name, reason or error cannot inject markup.
+ */
+export function renderAdminPage(): string {
+  return PAGE;
+}
+
+const STYLE = `
+:root { color-scheme: light dark; --fg: #1d2330; --muted: #5d6778; --bg: #f6f7f9; --card: #fff; --line: #d9dde4;
+  --admitted: #2f855a; --rejected: #c53030; --shadow: #d69e2e; --fallback: #6b46c1; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6e8ec; --muted: #9aa3b2; --bg: #14171c; --card: #1c2027; --line: #333a45; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+header { display: flex; align-items: baseline; gap: 16px; padding: 12px 20px; border-bottom: 1px solid var(--line); background: var(--card); }
+h1 { font-size: 18px; margin: 0; }
+h2 { font-size: 15px; margin: 20px 0 8px; }
+h2 small, .meta, .totals { color: var(--muted); font-weight: normal; font-size: 12px; }
+main { padding: 0 20px 24px; }
+#status[data-state="error"] { color: var(--rejected); }
+.legend span { margin-right: 14px; font-size: 12px; }
+.legend i { display: inline-block; width: 10px; height: 3px; margin-right: 4px; vertical-align: middle; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 12px; }
+.limit { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; }
+.limit h3 { font-size: 14px; margin: 0; font-family: ui-monospace, monospace; }
+.chart { width: 100%; height: 80px; display: block; margin: 6px 0 2px; border-bottom: 1px solid var(--line); }
+.chart polyline { fill: none; stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+.s-admitted { stroke: var(--admitted); } .s-rejected { stroke: var(--rejected); }
+.s-shadowRejected { stroke: var(--shadow); stroke-dasharray: 4 2; } .s-fallback { stroke: var(--fallback); }
+i.s-admitted { background: var(--admitted); } i.s-rejected { background: var(--rejected); }
+i.s-shadowRejected { background: var(--shadow); } i.s-fallback { background: var(--fallback); }
+table { border-collapse: collapse; background: var(--card); border: 1px solid var(--line); font-size: 12px; }
+th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; white-space: nowrap; }
+td.long { white-space: normal; min-width: 22em; max-width: 36em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { font-weight: 600; white-space: nowrap; }
+td.state-open, td.state-half-open, td.not-ready { color: var(--rejected); font-weight: 600; }
+.scroll { overflow-x: auto; }
+.empty { color: var(--muted); }
+`;
+
+// Plain ES2017 in the browser; no template literals inside, so this TypeScript string needs no escaping.
+const SCRIPT = `
+"use strict";
+(function () {
+  var SERIES = [["admitted", "admitted"], ["rejected", "rejected"], ["shadowRejected", "shadow-rejected"], ["fallback", "fallback"]];
+  var SVG = "http://www.w3.org/2000/svg";
+  var W = 300, H = 80;
+  var cards = new Map();
+
+  function el(tag, className, text) {
+    var e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function cellText(v) {
+    if (v === null || v === undefined) return "\\u2014";
+    if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(4)));
+    if (typeof v === "object") return JSON.stringify(v);
+    return String(v);
+  }
+
+  function cell(v) {
+    var text = cellText(v);
+    return el("td", typeof v === "number" ? "num" : text.length > 40 ? "long" : "", text);
+  }
+
+  function setStatus(state, text) {
+    var s = document.getElementById("status");
+    s.setAttribute("data-state", state);
+    s.textContent = text;
+  }
+
+  function renderContract(rows) {
+    var table = document.getElementById("contract");
+    var head = table.tHead, body = table.tBodies[0];
+    head.replaceChildren();
+    body.replaceChildren();
+    if (!Array.isArray(rows) || rows.length === 0) {
+      var none = el("tr");
+      none.appendChild(el("td", "empty", "no limits"));
+      body.appendChild(none);
+      return;
+    }
+    var columns = [];
+    rows.forEach(function (row) {
+      if (row && typeof row === "object") Object.keys(row).forEach(function (k) { if (columns.indexOf(k) < 0) columns.push(k); });
+    });
+    var tr = el("tr");
+    columns.forEach(function (c) { tr.appendChild(el("th", "", c)); });
+    head.appendChild(tr);
+    rows.forEach(function (row) {
+      var r = el("tr");
+      if (row && typeof row.name === "string") r.setAttribute("data-limit", row.name);
+      columns.forEach(function (c) { r.appendChild(cell(row ? row[c] : undefined)); });
+      body.appendChild(r);
+    });
+  }
+
+  function card(limit) {
+    var c = cards.get(limit.name);
+    if (c) return c;
+    var root = el("div", "limit");
+    root.setAttribute("data-limit", limit.name);
+    root.appendChild(el("h3", "", limit.name));
+    var meta = el("div", "meta");
+    root.appendChild(meta);
+    var svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("class", "chart");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    var lines = {};
+    // Drawn so that rejections, the line to watch, lie on top.
+    [SERIES[3], SERIES[2], SERIES[0], SERIES[1]].forEach(function (s) {
+      var p = document.createElementNS(SVG, "polyline");
+      p.setAttribute("class", "s-" + s[0]);
+      p.setAttribute("data-series", s[1]);
+      svg.appendChild(p);
+      lines[s[0]] = p;
+    });
+    root.appendChild(svg);
+    var totals = el("div", "totals");
+    root.appendChild(totals);
+    c = { root: root, meta: meta, svg: svg, lines: lines, totals: totals };
+    cards.set(limit.name, c);
+    return c;
+  }
+
+  function renderLimits(snapshot) {
+    var grid = document.getElementById("limits");
+    var seen = new Set();
+    var minutes = Math.round(snapshot.windowMs / 60000 * 10) / 10;
+    document.getElementById("window").textContent = "per second, last " + minutes + " min";
+    snapshot.limits.forEach(function (limit) {
+      seen.add(limit.name);
+      var c = card(limit);
+      if (c.root.parentNode !== grid) grid.appendChild(c.root);
+      c.meta.textContent = [limit.purpose, "on error: " + limit.onError, "store: " + limit.store].concat(limit.shadow ? ["shadow"] : []).join(" \\u00b7 ");
+      var max = 1;
+      SERIES.forEach(function (s) { limit.series[s[0]].forEach(function (n) { if (n > max) max = n; }); });
+      SERIES.forEach(function (s) {
+        var values = limit.series[s[0]];
+        var step = values.length > 1 ? W / (values.length - 1) : W;
+        var points = values.map(function (n, i) { return (i * step).toFixed(1) + "," + (H - 2 - (n / max) * (H - 4)).toFixed(1); });
+        c.lines[s[0]].setAttribute("points", points.join(" "));
+        // A line with nothing in the window would only paint over the baseline.
+        c.lines[s[0]].setAttribute("visibility", s[0] !== "admitted" && limit.totals[s[0]] === 0 ? "hidden" : "visible");
+        c.svg.setAttribute("data-" + s[1], String(limit.totals[s[0]]));
+      });
+      c.svg.setAttribute("data-max", String(max));
+      c.svg.setAttribute("aria-label", limit.name + ": up to " + max + " per second");
+      c.totals.textContent = "admitted " + limit.totals.admitted + " \\u00b7 rejected " + limit.totals.rejected +
+        " \\u00b7 shadow " + limit.totals.shadowRejected + " \\u00b7 fallback " + limit.totals.fallback + " \\u00b7 peak " + max + "/s";
+    });
+    cards.forEach(function (c, name) {
+      if (!seen.has(name)) { c.root.remove(); cards.delete(name); }
+    });
+    if (snapshot.limits.length === 0) grid.replaceChildren(el("p", "empty", "no limits"));
+  }
+
+  function renderStores(snapshot) {
+    var body = document.getElementById("stores").tBodies[0];
+    body.replaceChildren();
+    snapshot.stores.forEach(function (s) {
+      var r = el("tr");
+      r.setAttribute("data-store", s.name);
+      r.appendChild(el("td", "", s.name));
+      r.appendChild(el("td", "state-" + s.state, s.state));
+      r.appendChild(el("td", "", (s.failureRate * 100).toFixed(1) + "%"));
+      r.appendChild(el("td", "", String(s.calls)));
+      r.appendChild(el("td", "", String(s.inFlight)));
+      r.appendChild(el("td", s.ready ? "" : "not-ready", s.ready ? "yes" : "no"));
+      r.appendChild(el("td", "", s.p99Ms === null ? "\\u2014" : s.p99Ms.toFixed(2) + " ms (" + s.latencySamples + " calls)"));
+      body.appendChild(r);
+    });
+    document.getElementById("replicas").textContent = snapshot.replicas === null ? "" : "replicas k = " + snapshot.replicas;
+  }
+
+  function getJson(path) {
+    return fetch(path, { cache: "no-store", headers: { accept: "application/json" } }).then(function (res) {
+      if (!res.ok) throw new Error(path + ": HTTP " + res.status);
+      return res.json();
+    });
+  }
+
+  var contractShown = 0;
+  function poll() {
+    var now = Date.now();
+    var work = [getJson("stats.json").then(function (snapshot) {
+      renderLimits(snapshot);
+      renderStores(snapshot);
+      document.body.setAttribute("data-updated", String(snapshot.now));
+    })];
+    // The contract changes only on a reload: fetched at start, then every 10 s.
+    if (now - contractShown > 10000) work.push(getJson("contract").then(function (rows) { renderContract(rows); contractShown = now; }));
+    Promise.all(work).then(function () {
+      setStatus("live", "live \\u00b7 updated " + new Date().toLocaleTimeString());
+    }, function (error) {
+      setStatus("error", "cannot reach the service: " + (error && error.message ? error.message : String(error)));
+    }).then(function () { setTimeout(poll, 1000); });
+  }
+  poll();
+})();
+`;
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; connect-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self' data:">
+<title>ratecontract admin</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<header><h1>ratecontract</h1><span id="status" data-state="connecting">connecting\u2026</span><span id="replicas" class="meta"></span></header>
+<main>
+<section>
+<h2>Limits <small id="window">per second</small></h2>
+<div class="legend"><span><i class="s-admitted"></i>admitted</span><span><i class="s-rejected"></i>rejected</span><span><i class="s-shadowRejected"></i>shadow-rejected</span><span><i class="s-fallback"></i>fallback (fail mode)</span></div>
+<div id="limits" class="grid"></div>
+</section>
+<section>
+<h2>Stores</h2>
+<table id="stores"><thead><tr><th>store</th><th>breaker</th><th>failure rate</th><th>calls in window</th><th>in flight</th><th>ready</th><th>p99 latency (1 min)</th></tr></thead><tbody></tbody></table>
+</section>
+<section>
+<h2>Contract</h2>
+<div class="scroll"><table id="contract"><thead></thead><tbody></tbody></table></div>
+</section>
+</main>
+<script>${SCRIPT}</script>
+</body>
+</html>
+`;
