@@ -1,4 +1,4 @@
-import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
+import { ceilDiv, figures, mulDivFloor, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a two-counter sliding window: start of the current aligned window, its count, and the previous window's count. */
 export interface SlidingWindowState {
@@ -45,12 +45,15 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
     }
   }
   const elapsed = now - w;
-  const weighted = prev * (W - elapsed);
-  const capacity = N * W;
-  if (weighted + (c + cost) * W <= capacity) {
+  // The previous window's weight, rounded up: ceil(prev * (W - elapsed) / W),
+  // exactly (mulDivFloor stays exact where prev * elapsed passes 2^53). The
+  // rule prev*(W - elapsed)/W + c + cost <= N has an integer right-hand side,
+  // so comparing the ceiling is the same comparison, with no rounding.
+  const held = prev - mulDivFloor(prev, elapsed, W);
+  if (held + c + cost <= N) {
     const next = c + cost;
     out.allowed = true;
-    out.remaining = Math.floor((capacity - weighted - next * W) / W);
+    out.remaining = N - next - held;
     out.resetMs = next > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
     out.retryAfterMs = 0;
     out.delayMs = 0;
@@ -59,19 +62,21 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
   let retryAt = Infinity;
   if (cost <= N) {
     const room = N - c - cost;
-    // Within the current window the previous window's weight decays.
+    // Within the current window the previous window's weight decays. Here
+    // room < held <= prev, so the quotient is below W.
     if (room >= 0 && prev > 0) {
-      const e = W - Math.floor((room * W) / prev);
+      const e = W - mulDivFloor(room, W, prev);
       if (e < W) retryAt = w + e;
     }
     if (retryAt === Infinity) {
-      // Next window: the current count becomes the previous one.
-      const e = c === 0 ? 0 : Math.max(0, W - Math.floor(((N - cost) * W) / c));
+      // Next window: the current count becomes the previous one
+      // (no wait when N - cost >= c: the quotient would be W or more).
+      const e = c === 0 || N - cost >= c ? 0 : W - mulDivFloor(N - cost, W, c);
       retryAt = w + W + e;
     }
   }
   out.allowed = false;
-  out.remaining = Math.max(0, Math.floor((capacity - weighted - c * W) / W));
+  out.remaining = Math.max(0, N - c - held);
   out.resetMs = c > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
   out.retryAfterMs = retryAt - now;
   out.delayMs = 0;
@@ -85,8 +90,10 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
  *
  * Comparison rule: a request of `cost` is admitted iff
  * `estimate(prev, curr) + cost <= N`, evaluated exactly in integers as
- * `prev * (W - elapsed) + (curr + cost) * W <= N * W`, so there is no
- * floating-point rounding and the Lua twin agrees bit for bit.
+ * `prev * (W - elapsed) + (curr + cost) * W <= N * W`, computed as
+ * `prev - floor(prev * elapsed / W) + curr + cost <= N` with an exact
+ * `floor(a * b / c)` (`mulDivFloor`) that holds at quota magnitudes too, so
+ * there is no floating-point rounding and the Lua twin agrees bit for bit.
  *
  * Bound: at most N per aligned window (the estimate is never below `curr`),
  * hence strictly under 2N in any interval of length W. The estimate is exact

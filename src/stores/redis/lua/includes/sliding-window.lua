@@ -31,9 +31,10 @@ BUILDERS['sliding-window'] = function()
       local w = math.floor(now / W) * W
       local c, prev = sw_roll(s, w, W)
       local elapsed = now - w
-      local weighted = prev * (W - elapsed)
-      local capacity = N * W
-      if weighted + (c + cost) * W <= capacity then
+      -- The previous window's weight, rounded up: ceil(prev * (W - elapsed) / W),
+      -- exactly (see mulDivFloor in the TypeScript twin).
+      local held = prev - mul_div_floor(prev, elapsed, W)
+      if held + c + cost <= N then
         local nxt = c + cost
         local reset = 0
         if nxt > 0 then
@@ -45,14 +46,14 @@ BUILDERS['sliding-window'] = function()
         if nxt > 0 or prev > 0 then
           st = { w = w, c = nxt, p = prev }
         end
-        return true, st, math.floor((capacity - weighted - nxt * W) / W), reset, 0, 0
+        return true, st, N - nxt - held, reset, 0, 0
       end
       local retry_at = INF
       if cost <= N then
         local room = N - c - cost
         -- Within the current window the previous window's weight decays.
         if room >= 0 and prev > 0 then
-          local e = W - math.floor((room * W) / prev)
+          local e = W - mul_div_floor(room, W, prev)
           if e < W then
             retry_at = w + e
           end
@@ -60,8 +61,8 @@ BUILDERS['sliding-window'] = function()
         if retry_at == INF then
           -- Next window: the current count becomes the previous one.
           local e = 0
-          if c ~= 0 then
-            e = math.max(0, W - math.floor(((N - cost) * W) / c))
+          if c ~= 0 and N - cost < c then
+            e = W - mul_div_floor(N - cost, W, c)
           end
           retry_at = w + W + e
         end
@@ -76,7 +77,7 @@ BUILDERS['sliding-window'] = function()
       elseif prev > 0 then
         reset = w + W - now
       end
-      return false, st, math.max(0, math.floor((capacity - weighted - c * W) / W)), reset, retry_at - now, 0
+      return false, st, math.max(0, N - c - held), reset, retry_at - now, 0
     end,
     refund = function(s, now, cost, p)
       local w = math.floor(now / p.window) * p.window
