@@ -6,10 +6,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { algorithms, compileLimit, gcra, leakyBucket, tokenBucket, type Algorithm, type AlgorithmName, type AlgorithmParams } from '../../src/index.js';
+import { algorithms, compileLimit, gcra, leakyBucket, slidingWindow, tokenBucket, type Algorithm, type AlgorithmName, type AlgorithmParams, type LimitDefinition } from '../../src/index.js';
 import { bucketScale } from '../../src/algorithms/scale.js';
 import { mulDivFloor } from '../../src/algorithms/types.js';
-import { drive, fcBudget, quotaParamsArb, trafficArb } from '../helpers/fc-budget.js';
+import { ADVERSARIAL_SLIDING, drive, fcBudget, quotaParamsArb, trafficArb } from '../helpers/fc-budget.js';
 
 const big = BigInt;
 const DAY = 86_400_000;
@@ -127,7 +127,7 @@ describe('the scaled units of the bucket algorithms', () => {
   it('a greedy client over a whole window gets the documented share of N: B at once, then the refill', () => {
     // 10^12 bytes per 30 days, burst 10^9 (above one minute of refill): spend the burst, then take whatever has refilled, once a minute.
     const p = { limit: 1_000_000_000_000, windowMs: 30 * DAY, burst: 1_000_000_000, queue: false };
-    let state: unknown;
+    let state: ReturnType<typeof tokenBucket.decide>['state'];
     let got = 0;
     const start = 1_700_000_000_000;
     for (let now = start; now < start + p.windowMs; now += 60_000) {
@@ -145,7 +145,33 @@ describe('the scaled units of the bucket algorithms', () => {
   });
 });
 
+describe('sliding-window where doubles would round the wrong way', () => {
+  it.each(ADVERSARIAL_SLIDING)('prev %d, %d ms into a window of %d ms: admits exactly up to N - ceil(prev * (W - elapsed) / W)', (prev, elapsed, W) => {
+    const N = 2 ** 40;
+    const p = { limit: N, windowMs: W, burst: N, queue: false };
+    // Doubles get the quotient wrong here; BigInt does not.
+    const exact = (big(prev) * big(elapsed)) / big(W);
+    expect(big(Math.floor((prev * elapsed) / W))).not.toBe(exact);
+    const held = prev - Number(exact);
+    const w = 50 * W;
+    const state = { w, c: 0, p: prev };
+    const now = w + elapsed;
+    const fits = slidingWindow.decide(state, now, N - held, p);
+    expect([fits.allowed, fits.remaining]).toEqual([true, 0]);
+    const over = slidingWindow.decide(state, now, N - held + 1, p);
+    expect(over.allowed).toBe(false);
+    expect(over.remaining).toBe(N - held);
+    // ... and its wait is exact: admitted at now + retryAfterMs, not 1 ms earlier.
+    expect(slidingWindow.decide(state, now + over.retryAfterMs, N - held + 1, p).allowed).toBe(true);
+    expect(slidingWindow.decide(state, now + over.retryAfterMs - 1, N - held + 1, p).allowed).toBe(false);
+  });
+});
+
 describe('mulDivFloor', () => {
+  it.each(ADVERSARIAL_SLIDING)('floor(%d * %d / %d) is exact where doubles are one too high', (a, b, c) => {
+    expect(big(mulDivFloor(a, b, c))).toBe((big(a) * big(b)) / big(c));
+  });
+
   it('is floor(a*b/c) exactly, where a*b passes 2^53 (a < 2^41, b < 2^36, c < 2^40, quotient < 2^53)', () => {
     fc.assert(
       fc.property(
@@ -165,12 +191,13 @@ describe('mulDivFloor', () => {
 
 describe('limits accepted at quota magnitudes', () => {
   const ALL: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'];
-  const compile = (algorithm: AlgorithmName, limit: number, window: number | string, burst?: number) =>
+  const compile = (algorithm: AlgorithmName, limit: number, window: LimitDefinition['window'], burst?: number) =>
     compileLimit({ name: 'q', purpose: 'shedding', algorithm, limit, window, ...(burst === undefined ? {} : { burst }) }, 'limits[0]', new Set());
 
   it.each(ALL)('%s accepts 10^7 per day, 10^9 per 30 days, 10^12 per 30 and per 366 days, 2^40 per 2^35 ms, with a cost up to the burst', (algorithm) => {
     const algo = algorithms[algorithm];
-    for (const [limit, window] of [[10_000_000, '1d'], [1_000_000_000, '30d'], [1_000_000_000_000, '30d'], [1_000_000_000_000, '366d'], [2 ** 40, 2 ** 35]] as const) {
+    const shapes: ReadonlyArray<readonly [number, LimitDefinition['window']]> = [[10_000_000, '1d'], [1_000_000_000, '30d'], [1_000_000_000_000, '30d'], [1_000_000_000_000, '366d'], [2 ** 40, 2 ** 35]];
+    for (const [limit, window] of shapes) {
       const l = compileLimit({ name: 'q', purpose: 'shedding', algorithm, limit, window, cost: limit }, 'limits[0]', new Set());
       expect([l.params.limit, l.cost]).toEqual([limit, limit]);
       // The whole capacity fits an empty state at once; one more never fits.

@@ -182,6 +182,20 @@ export function quotaParamsArb(options: { readonly burst: boolean; readonly queu
     .map(({ limit: n, windowMs, burst }) => ({ limit: n, windowMs, burst, queue }));
 }
 
+/**
+ * (prev, elapsed, W) where `Math.floor(prev * elapsed / W)` in doubles is one
+ * too high (the product passes 2^53 and rounds up): a sliding window that
+ * computed its weighted count that way would admit one unit too many.
+ */
+export const ADVERSARIAL_SLIDING: ReadonlyArray<readonly [number, number, number]> = [
+  [815_292_228_053, 13_721_140_350, 16_180_328_993],
+  [422_548_700_674, 5_798_398_381, 5_962_061_077],
+  [1_000_345_883_418, 9_542_024_580, 11_696_695_737],
+  [779_623_798_458, 25_665_116_028, 34_204_521_281],
+  [556_730_815_266, 9_824_346_494, 28_256_368_200],
+  [525_192_990_889, 1_635_335_246, 1_695_936_608],
+];
+
 /** Requests against `p`: costs from 0 (peek) to capacity + 1 (never fits), biased to 1. */
 export function stepsArb(p: AlgorithmParams, capacity: number, maxLength = 60): fc.Arbitrary<Step[]> {
   const W = p.windowMs;
