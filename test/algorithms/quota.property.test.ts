@@ -98,6 +98,9 @@ describe('the scaled units of the bucket algorithms', () => {
         expect(big(T) * big(p.limit) >= big(p.windowMs) * big(K)).toBe(true);
         // ... by less than one unit: T/K - W/N < 1/K, so 1 - (K/T)/(N/W) < N/(W*K).
         expect(big(T - 1) * big(p.limit) < big(p.windowMs) * big(K)).toBe(true);
+        // ... and N/(W*K), the documented figure, is under 2*max(N, B)/(2^51 - B): under 0.1% up to 2^40.
+        expect(p.limit / (p.windowMs * K)).toBeLessThan((2 * Math.max(p.limit, p.burst)) / (2 ** 51 - p.burst));
+        expect(p.limit / (p.windowMs * K)).toBeLessThan(1e-3);
         expect(p.burst * T).toBeLessThanOrEqual(2 ** 51);
         expect(p.windowMs * K).toBeLessThanOrEqual(2 ** 51);
         // K is the largest power of two that keeps both: doubling it breaks one.
