@@ -1,3 +1,4 @@
+import { EXACT_PRODUCT } from './scale.js';
 import { ceilDiv, figures, mulDivFloor, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a two-counter sliding window: start of the current aligned window, its count, and the previous window's count. */
@@ -29,7 +30,58 @@ function put(into: SlidingWindowState | undefined, w: number, c: number, prev: n
   return into;
 }
 
-function decideInto(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+/** The exact range: the cross-multiplied rule in plain products, all below 2^50. */
+function decideExact(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+  const W = p.windowMs;
+  const N = p.limit;
+  const w = Math.floor(now / W) * W;
+  // Roll the state forward to the window of `now`: the current and previous windows' counts.
+  let c = 0;
+  let prev = 0;
+  if (s !== undefined) {
+    if (s.w === w) {
+      c = s.c;
+      prev = s.p;
+    } else if (s.w === w - W) {
+      prev = s.c;
+    }
+  }
+  const elapsed = now - w;
+  const weighted = prev * (W - elapsed);
+  const capacity = N * W;
+  if (weighted + (c + cost) * W <= capacity) {
+    const next = c + cost;
+    out.allowed = true;
+    out.remaining = Math.floor((capacity - weighted - next * W) / W);
+    out.resetMs = next > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
+    out.retryAfterMs = 0;
+    out.delayMs = 0;
+    return next > 0 || prev > 0 ? put(into, w, next, prev) : undefined;
+  }
+  let retryAt = Infinity;
+  if (cost <= N) {
+    const room = N - c - cost;
+    // Within the current window the previous window's weight decays.
+    if (room >= 0 && prev > 0) {
+      const e = W - Math.floor((room * W) / prev);
+      if (e < W) retryAt = w + e;
+    }
+    if (retryAt === Infinity) {
+      // Next window: the current count becomes the previous one.
+      const e = c === 0 ? 0 : Math.max(0, W - Math.floor(((N - cost) * W) / c));
+      retryAt = w + W + e;
+    }
+  }
+  out.allowed = false;
+  out.remaining = Math.max(0, Math.floor((capacity - weighted - c * W) / W));
+  out.resetMs = c > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
+  out.retryAfterMs = retryAt - now;
+  out.delayMs = 0;
+  return c > 0 || prev > 0 ? { w, c, p: prev } : undefined;
+}
+
+/** Beyond 2^49: the same rule with `mulDivFloor`, exact where the products pass 2^53. */
+function decideQuota(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
   const W = p.windowMs;
   const N = p.limit;
   const w = Math.floor(now / W) * W;
@@ -81,6 +133,17 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
   out.retryAfterMs = retryAt - now;
   out.delayMs = 0;
   return c > 0 || prev > 0 ? { w, c, p: prev } : undefined;
+}
+
+/**
+ * Within N * W <= 2^49 every product below is exact in doubles and the rule
+ * is evaluated cross-multiplied, as it always was (`decideExact`); beyond,
+ * the same rule through an exact `floor(a * b / c)` (`decideQuota`). Both
+ * are exact, so they agree wherever both apply; the split keeps the common
+ * case free of divisions.
+ */
+function decideInto(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+  return p.limit * p.windowMs <= EXACT_PRODUCT ? decideExact(s, now, cost, p, out, into) : decideQuota(s, now, cost, p, out, into);
 }
 
 /**
