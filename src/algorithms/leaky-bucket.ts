@@ -1,6 +1,11 @@
+import { bucketScale, EXACT_PRODUCT, mulDivFloorBig, unitsPerMs, unitsPerToken } from './scale.js';
 import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
-/** State of a leaky bucket: the level, in units of 1/W (it drains N units per ms), and the time of the last update. */
+/**
+ * State of a leaky bucket: the level, in units of 1/T (it drains K units per
+ * ms), and the time of the last update. T = W and K = N in the exact range;
+ * beyond it, the scaled units of `bucketScale` (scale.ts).
+ */
 export interface LeakyBucketState {
   readonly l: number;
   readonly t: number;
@@ -16,23 +21,29 @@ function put(into: LeakyBucketState | undefined, l: number, t: number): LeakyBuc
 }
 
 function decideInto(s: LeakyBucketState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: LeakyBucketState | undefined): LeakyBucketState | undefined {
-  const W = p.windowMs;
-  const N = p.limit;
-  const depth = p.burst * W;
-  const level = s === undefined ? 0 : Math.max(0, s.l - Math.max(0, now - s.t) * N);
-  const next = level + cost * W;
+  // Units: K per ms, T per unit of cost (exact range: K = N, T = W).
+  let K = p.limit;
+  let T = p.windowMs;
+  if (Math.max(K, p.burst) * T > EXACT_PRODUCT) {
+    const sc = bucketScale(p);
+    K = sc.K;
+    T = sc.T;
+  }
+  const depth = p.burst * T;
+  const level = s === undefined ? 0 : Math.max(0, s.l - Math.max(0, now - s.t) * K);
+  const next = level + cost * T;
   if (next <= depth) {
     out.allowed = true;
-    out.remaining = Math.floor((depth - next) / W);
-    out.resetMs = ceilDiv(next, N);
+    out.remaining = Math.floor((depth - next) / T);
+    out.resetMs = ceilDiv(next, K);
     out.retryAfterMs = 0;
-    out.delayMs = p.queue && cost > 0 ? ceilDiv(level, N) : 0;
+    out.delayMs = p.queue && cost > 0 ? ceilDiv(level, K) : 0;
     return next > 0 ? put(into, next, now) : undefined;
   }
   out.allowed = false;
-  out.remaining = Math.floor((depth - level) / W);
-  out.resetMs = ceilDiv(level, N);
-  out.retryAfterMs = cost > p.burst ? Infinity : ceilDiv(next - depth, N);
+  out.remaining = Math.floor((depth - level) / T);
+  out.resetMs = ceilDiv(level, K);
+  out.retryAfterMs = cost > p.burst ? Infinity : ceilDiv(next - depth, K);
   out.delayMs = 0;
   return level > 0 ? { l: level, t: now } : undefined;
 }
@@ -61,15 +72,17 @@ export const leakyBucket: Algorithm<LeakyBucketState> = {
   },
   decideInto,
   refund(s, _now, cost, p) {
-    const l = s.l - cost * p.windowMs;
+    const l = s.l - cost * unitsPerToken(p);
     return l > 0 ? { l, t: s.t } : undefined;
   },
   expiresAt(s, p) {
-    return s.t + ceilDiv(s.l, p.limit);
+    return s.t + ceilDiv(s.l, unitsPerMs(p));
   },
   bound(p, t) {
     if (t <= 0) return 0;
-    return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
+    const K = unitsPerMs(p);
+    const T = unitsPerToken(p);
+    return p.burst + ((t - 1) * K <= EXACT_PRODUCT ? Math.floor(((t - 1) * K) / T) : mulDivFloorBig(t - 1, K, T));
   },
   capacity(p) {
     return p.burst;

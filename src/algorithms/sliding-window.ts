@@ -1,4 +1,5 @@
-import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
+import { EXACT_PRODUCT } from './scale.js';
+import { ceilDiv, figures, mulDivFloor, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a two-counter sliding window: start of the current aligned window, its count, and the previous window's count. */
 export interface SlidingWindowState {
@@ -29,7 +30,8 @@ function put(into: SlidingWindowState | undefined, w: number, c: number, prev: n
   return into;
 }
 
-function decideInto(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+/** The exact range: the cross-multiplied rule in plain products, all below 2^50. */
+function decideExact(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
   const W = p.windowMs;
   const N = p.limit;
   const w = Math.floor(now / W) * W;
@@ -78,6 +80,72 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
   return c > 0 || prev > 0 ? { w, c, p: prev } : undefined;
 }
 
+/** Beyond 2^49: the same rule with `mulDivFloor`, exact where the products pass 2^53. */
+function decideQuota(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+  const W = p.windowMs;
+  const N = p.limit;
+  const w = Math.floor(now / W) * W;
+  // Roll the state forward to the window of `now`: the current and previous windows' counts.
+  let c = 0;
+  let prev = 0;
+  if (s !== undefined) {
+    if (s.w === w) {
+      c = s.c;
+      prev = s.p;
+    } else if (s.w === w - W) {
+      prev = s.c;
+    }
+  }
+  const elapsed = now - w;
+  // The previous window's weight, rounded up: ceil(prev * (W - elapsed) / W),
+  // exactly (mulDivFloor stays exact where prev * elapsed passes 2^53). The
+  // rule prev*(W - elapsed)/W + c + cost <= N has an integer right-hand side,
+  // so comparing the ceiling is the same comparison, with no rounding.
+  const held = prev - mulDivFloor(prev, elapsed, W);
+  if (held + c + cost <= N) {
+    const next = c + cost;
+    out.allowed = true;
+    out.remaining = N - next - held;
+    out.resetMs = next > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
+    out.retryAfterMs = 0;
+    out.delayMs = 0;
+    return next > 0 || prev > 0 ? put(into, w, next, prev) : undefined;
+  }
+  let retryAt = Infinity;
+  if (cost <= N) {
+    const room = N - c - cost;
+    // Within the current window the previous window's weight decays. Here
+    // room < held <= prev, so the quotient is below W.
+    if (room >= 0 && prev > 0) {
+      const e = W - mulDivFloor(room, W, prev);
+      if (e < W) retryAt = w + e;
+    }
+    if (retryAt === Infinity) {
+      // Next window: the current count becomes the previous one
+      // (no wait when N - cost >= c: the quotient would be W or more).
+      const e = c === 0 || N - cost >= c ? 0 : W - mulDivFloor(N - cost, W, c);
+      retryAt = w + W + e;
+    }
+  }
+  out.allowed = false;
+  out.remaining = Math.max(0, N - c - held);
+  out.resetMs = c > 0 ? w + 2 * W - now : prev > 0 ? w + W - now : 0;
+  out.retryAfterMs = retryAt - now;
+  out.delayMs = 0;
+  return c > 0 || prev > 0 ? { w, c, p: prev } : undefined;
+}
+
+/**
+ * Within N * W <= 2^49 every product below is exact in doubles and the rule
+ * is evaluated cross-multiplied, as it always was (`decideExact`); beyond,
+ * the same rule through an exact `floor(a * b / c)` (`decideQuota`). Both
+ * are exact, so they agree wherever both apply; the split keeps the common
+ * case free of divisions.
+ */
+function decideInto(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+  return p.limit * p.windowMs <= EXACT_PRODUCT ? decideExact(s, now, cost, p, out, into) : decideQuota(s, now, cost, p, out, into);
+}
+
 /**
  * Sliding window counter (two-counter estimate): two integers per key, the
  * previous and current aligned windows, weighted by how much of the previous
@@ -85,8 +153,10 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
  *
  * Comparison rule: a request of `cost` is admitted iff
  * `estimate(prev, curr) + cost <= N`, evaluated exactly in integers as
- * `prev * (W - elapsed) + (curr + cost) * W <= N * W`, so there is no
- * floating-point rounding and the Lua twin agrees bit for bit.
+ * `prev * (W - elapsed) + (curr + cost) * W <= N * W`, computed as
+ * `prev - floor(prev * elapsed / W) + curr + cost <= N` with an exact
+ * `floor(a * b / c)` (`mulDivFloor`) that holds at quota magnitudes too, so
+ * there is no floating-point rounding and the Lua twin agrees bit for bit.
  *
  * Bound: at most N per aligned window (the estimate is never below `curr`),
  * hence strictly under 2N in any interval of length W. The estimate is exact

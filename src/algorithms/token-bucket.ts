@@ -1,9 +1,12 @@
+import { bucketScale, EXACT_PRODUCT, mulDivFloorBig, unitsPerMs, unitsPerToken } from './scale.js';
 import { ceilDiv, figures, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /**
- * State of a token bucket: the tokens held, in units of 1/W token (so the
- * refill of N tokens per W ms is exactly N units per ms), and the time of
- * the last update.
+ * State of a token bucket: the tokens held, in units of 1/T token, refilled
+ * K units per ms, and the time of the last update. In the exact range
+ * (`max(N, B) * W <= 2^49`) T = W and K = N, so the refill of N tokens per
+ * W ms is exactly N units per ms; beyond it, the scaled units of
+ * `bucketScale` (scale.ts).
  */
 export interface TokenBucketState {
   readonly u: number;
@@ -20,24 +23,30 @@ function put(into: TokenBucketState | undefined, u: number, t: number): TokenBuc
 }
 
 function decideInto(s: TokenBucketState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: TokenBucketState | undefined): TokenBucketState | undefined {
-  const W = p.windowMs;
-  const N = p.limit;
-  const cap = p.burst * W;
-  const units = s === undefined ? cap : Math.min(cap, s.u + Math.max(0, now - s.t) * N);
-  const need = cost * W;
+  // Units: K per ms, T per token (exact range: K = N, T = W).
+  let K = p.limit;
+  let T = p.windowMs;
+  if (Math.max(K, p.burst) * T > EXACT_PRODUCT) {
+    const sc = bucketScale(p);
+    K = sc.K;
+    T = sc.T;
+  }
+  const cap = p.burst * T;
+  const units = s === undefined ? cap : Math.min(cap, s.u + Math.max(0, now - s.t) * K);
+  const need = cost * T;
   if (units >= need) {
     const left = units - need;
     out.allowed = true;
-    out.remaining = Math.floor(left / W);
-    out.resetMs = ceilDiv(cap - left, N);
+    out.remaining = Math.floor(left / T);
+    out.resetMs = ceilDiv(cap - left, K);
     out.retryAfterMs = 0;
     out.delayMs = 0;
     return left < cap ? put(into, left, now) : undefined;
   }
   out.allowed = false;
-  out.remaining = Math.floor(units / W);
-  out.resetMs = ceilDiv(cap - units, N);
-  out.retryAfterMs = cost > p.burst ? Infinity : ceilDiv(need - units, N);
+  out.remaining = Math.floor(units / T);
+  out.resetMs = ceilDiv(cap - units, K);
+  out.retryAfterMs = cost > p.burst ? Infinity : ceilDiv(need - units, K);
   out.delayMs = 0;
   return units < cap ? { u: units, t: now } : undefined;
 }
@@ -49,7 +58,8 @@ function decideInto(s: TokenBucketState | undefined, now: number, cost: number, 
  * Bound: at most **B + r*t** cost in any interval of length t (B spent at
  * once, then the refill). Burst (B) and sustained rate (r) are independent
  * knobs. Integer arithmetic: tokens are kept in units of 1/W, so the refill
- * per ms is the integer N and nothing drifts. Pros: bursts are a policy, not
+ * per ms is the integer N and nothing drifts (beyond the exact range, in
+ * the scaled units of scale.ts, a token rounded up to a whole unit). Pros: bursts are a policy, not
  * an accident; O(1) state. Cons: two numbers per key (GCRA needs one).
  */
 export const tokenBucket: Algorithm<TokenBucketState> = {
@@ -61,17 +71,22 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   },
   decideInto,
   refund(s, now, cost, p) {
-    const cap = p.burst * p.windowMs;
-    const u = Math.min(cap, s.u + cost * p.windowMs);
+    const T = unitsPerToken(p);
+    const cap = p.burst * T;
+    const u = Math.min(cap, s.u + cost * T);
     return u < cap ? { u, t: s.t } : undefined;
   },
   expiresAt(s, p) {
-    return s.t + ceilDiv(p.burst * p.windowMs - s.u, p.limit);
+    const K = unitsPerMs(p);
+    const T = unitsPerToken(p);
+    return s.t + ceilDiv(p.burst * T - s.u, K);
   },
   bound(p, t) {
     if (t <= 0) return 0;
+    const K = unitsPerMs(p);
+    const T = unitsPerToken(p);
     // Timestamps a..a+t-1 span t-1 ms of refill after the first.
-    return p.burst + Math.floor(((t - 1) * p.limit) / p.windowMs);
+    return p.burst + ((t - 1) * K <= EXACT_PRODUCT ? Math.floor(((t - 1) * K) / T) : mulDivFloorBig(t - 1, K, T));
   },
   capacity(p) {
     return p.burst;

@@ -140,3 +140,38 @@ export function ceilDiv(a: number, b: number): number {
 export function intMod(a: number, b: number): number {
   return a - Math.floor(a / b) * b;
 }
+
+/**
+ * `floor(a * b / c)`, exactly, for integers `0 <= a < 2^41`, `0 <= b < 2^36`,
+ * `1 <= c < 2^40` whose quotient is below 2^53 (the sliding window's
+ * `count * ms / ms` and `count * ms / count` at quota magnitudes, where the
+ * product itself can pass 2^53). When the product is below 2^53 it is
+ * exact and this is `Math.floor(a * b / c)`. Otherwise `b` is split into
+ * three 12-bit digits and the quotient built digit by digit (long
+ * multiplication by `b` interleaved with division by `c`), every partial
+ * product below 2^53. The Lua twin (`mul_div_floor` in common.lua) does the
+ * same operations in the same order.
+ */
+export function mulDivFloor(a: number, b: number, c: number): number {
+  const ab = a * b;
+  if (ab < 9_007_199_254_740_992) return Math.floor(ab / c);
+  const b0 = intMod(b, 4096);
+  const high = (b - b0) / 4096;
+  const b1 = intMod(high, 4096);
+  const b2 = (high - b1) / 4096;
+  let q = 0;
+  let r = 0;
+  for (let i = 0; i < 3; i++) {
+    const digit = i === 0 ? b2 : i === 1 ? b1 : b0;
+    // (q*c + r) * 4096 + a*digit, as a new quotient and remainder.
+    const x = r * 4096;
+    const y = a * digit;
+    const qx = Math.floor(x / c);
+    const qy = Math.floor(y / c);
+    const rest = x - qx * c + (y - qy * c);
+    const carry = rest >= c ? 1 : 0;
+    q = q * 4096 + qx + qy + carry;
+    r = rest - carry * c;
+  }
+  return q;
+}

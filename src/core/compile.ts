@@ -1,4 +1,5 @@
 import { algorithms } from '../algorithms/registry.js';
+import { bucketScaleProblem } from '../algorithms/scale.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
@@ -15,8 +16,14 @@ export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
-/** Largest product of a count and a window we accept, so all algorithm arithmetic stays exact in doubles (and in Lua). */
-const MAX_PRODUCT = 2 ** 50;
+/** Largest `max(limit, burst) * window` the algorithms count in exact units (the range accepted before quota-sized limits). */
+const EXACT_PRODUCT = 2 ** 49;
+/** Quota-sized limits (beyond EXACT_PRODUCT): largest limit or burst, 2^40 (about 1.1e12). */
+export const MAX_QUOTA = 2 ** 40;
+/** Quota-sized limits: longest window, 2^35 ms (about 397.7 days). */
+export const MAX_QUOTA_WINDOW_MS = 2 ** 35;
+/** Sliding-log beyond EXACT_PRODUCT: most log entries one key may hold (its memory budget). */
+export const SLIDING_LOG_MAX_ENTRIES = 100_000;
 /** Default `failClosedAfter`: how long a `closed` limit decides locally before it rejects. */
 export const DEFAULT_FAIL_CLOSED_AFTER_MS = 30_000;
 
@@ -37,6 +44,41 @@ function optionalText(v: unknown, option: string): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw new ConfigError('RC_INVALID_OPTION', option, `must be a string, got ${typeof v}`);
   return v;
+}
+
+/**
+ * Refuses a limit the algorithm cannot count exactly or strictly (docs/limits.md,
+ * "Quota-sized limits"). Within `max(limit, burst) * window <= 2^49` every
+ * algorithm counts exactly, as before. Beyond it, up to limit and burst 2^40
+ * and windows of 2^35 ms: fixed-window, sliding-window and concurrency stay
+ * exact; the buckets count in scaled units (rounded toward the stricter
+ * answer) and need their bucket to fit; sliding-log needs its log to fit
+ * its memory budget.
+ */
+function checkMagnitude(algorithm: AlgorithmName, p: { limit: number; windowMs: number; burst: number; queue: boolean }, where: string): void {
+  const most = Math.max(p.limit, p.burst);
+  if (most * p.windowMs <= EXACT_PRODUCT) return;
+  if (most > MAX_QUOTA || p.windowMs > MAX_QUOTA_WINDOW_MS) {
+    throw new ConfigError(
+      'RC_INVALID_WINDOW',
+      `${where}window`,
+      `limit/burst times window (ms) must stay within 2^49, or limit/burst within 2^40 (1099511627776) and window within 2^35 ms (about 397 days), for exact integer arithmetic; got ${most} x ${p.windowMs}`,
+    );
+  }
+  if (algorithm === 'sliding-log') {
+    const entries = Math.min(p.limit, p.windowMs);
+    if (entries > SLIDING_LOG_MAX_ENTRIES) {
+      throw new ConfigError(
+        'RC_INVALID_LIMIT',
+        `${where}limit`,
+        `sliding-log keeps up to min(limit, window in ms) = ${entries} log entries per key, above its memory budget of ${SLIDING_LOG_MAX_ENTRIES} entries (the budget applies once limit x window exceeds 2^49); use sliding-window or gcra for quota-sized limits`,
+      );
+    }
+  }
+  if (algorithm === 'token-bucket' || algorithm === 'leaky-bucket' || algorithm === 'gcra') {
+    const problem = bucketScaleProblem(p);
+    if (problem !== undefined) throw new ConfigError('RC_INVALID_WINDOW', `${where}window`, `${problem}, for exact integer arithmetic`);
+  }
 }
 
 /** Validates one definition and normalises it. Throws `ConfigError` naming the option. */
@@ -86,10 +128,8 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     if (algorithm !== 'leaky-bucket') throw new ConfigError('RC_INVALID_OPTION', `${where}mode`, `applies to leaky-bucket only`);
     if (def.mode !== 'meter' && def.mode !== 'queue') throw new ConfigError('RC_INVALID_OPTION', `${where}mode`, `must be 'meter' or 'queue', got ${JSON.stringify(def.mode)}`);
   }
-  if (Math.max(limit, burst) * windowMs * 2 > MAX_PRODUCT) {
-    throw new ConfigError('RC_INVALID_WINDOW', `${where}window`, `limit/burst times window (ms) must stay below 2^49 for exact integer arithmetic; got ${Math.max(limit, burst)} x ${windowMs}`);
-  }
   const params = { limit, windowMs, burst, queue: def.mode === 'queue' };
+  checkMagnitude(algorithm, params, where);
   const cost = def.cost === undefined ? 1 : positiveInt(def.cost, 'RC_INVALID_COST', `${where}cost`);
   if (cost > algo.capacity(params)) {
     throw new ConfigError('RC_BURST_BELOW_COST', `${where}${algo.usesBurst ? 'burst' : 'limit'}`, `${algo.usesBurst ? 'burst' : 'limit'} ${algo.capacity(params)} is below the cost ${cost} of one request: no request could ever be admitted`);

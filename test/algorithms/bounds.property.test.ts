@@ -10,7 +10,7 @@ import {
   type Algorithm,
   type AlgorithmParams,
 } from '../../src/index.js';
-import { drive, fcBudget, largeParamsArb, paramsArb, trafficArb, type Decided } from '../helpers/fc-budget.js';
+import { drive, fcBudget, largeParamsArb, paramsArb, quotaParamsArb, trafficArb, type Decided } from '../helpers/fc-budget.js';
 
 interface Admission {
   readonly t: number;
@@ -301,5 +301,110 @@ describe.each(buckets)('%s', (_label, algo, queue) => {
     }
     expect(n).toBe(2 + 2999);
     expect(n).toBe(algo.bound(p, 1_000_000));
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Quota magnitudes: limits up to 10^12 (and 2^40), windows up to 366 days,
+// max(N, B) * W beyond 2^49. Products such as N * W pass 2^53 here, so the
+// reference figures are computed in BigInt.
+// ---------------------------------------------------------------------------
+
+const big = BigInt;
+
+describe('at quota magnitudes (beyond 2^49, compared in BigInt)', () => {
+  it('fixed-window: at most N per aligned window, within bound(p, t), exactly what its counter allows', () => {
+    fc.assert(
+      fc.property(trafficArb(fixedWindow, quotaParamsArb({ burst: false })), (traffic) => {
+        const { p } = traffic;
+        const decided = drive(fixedWindow, traffic);
+        const adm = admitted(decided);
+        for (const c of perAlignedWindow(adm, p.windowMs).values()) expect(c).toBeLessThanOrEqual(p.limit);
+        expectWithinBound(fixedWindow, p, adm);
+        const seen: Admission[] = [];
+        for (const d of decided) {
+          const w = Math.floor(d.now / p.windowMs) * p.windowMs;
+          const used = sumIn(seen, w, d.now);
+          expect(d.result.allowed).toBe(used + d.cost <= p.limit);
+          if (d.result.allowed) expect(d.result.remaining).toBe(p.limit - used - d.cost);
+          if (d.result.allowed && d.cost > 0) seen.push({ t: d.now, cost: d.cost });
+        }
+      }),
+      fcBudget(),
+    );
+  });
+
+  it('sliding-log (within its 100,000-entry budget): at most N in every (T-W, T], exactly what the log allows', () => {
+    fc.assert(
+      fc.property(trafficArb(slidingLog, quotaParamsArb({ burst: false, log: true })), (traffic) => {
+        const { p } = traffic;
+        const decided = drive(slidingLog, traffic);
+        const adm = admitted(decided);
+        for (const a of adm) expect(sumIn(adm, a.t - p.windowMs + 1, a.t)).toBeLessThanOrEqual(p.limit);
+        expectWithinBound(slidingLog, p, adm);
+        const seen: Admission[] = [];
+        for (const d of decided) {
+          const used = sumIn(seen, d.now - p.windowMs + 1, d.now);
+          expect(d.result.allowed).toBe(used + d.cost <= p.limit);
+          if (d.result.allowed && d.cost > 0) seen.push({ t: d.now, cost: d.cost });
+        }
+      }),
+      fcBudget(),
+    );
+  });
+
+  it('sliding-window: at most N per aligned window, within bound(p, t), and exactly its comparison rule, evaluated in BigInt', () => {
+    let rejected = 0;
+    fc.assert(
+      fc.property(trafficArb(slidingWindow, quotaParamsArb({ burst: false })), (traffic) => {
+        const { p } = traffic;
+        const W = p.windowMs;
+        const N = p.limit;
+        const decided = drive(slidingWindow, traffic);
+        const adm = admitted(decided);
+        for (const c of perAlignedWindow(adm, W).values()) expect(c).toBeLessThanOrEqual(N);
+        for (const a of adm) expect(sumIn(adm, a.t, a.t + W - 1)).toBeLessThanOrEqual(2 * N - 1);
+        expectWithinBound(slidingWindow, p, adm);
+        const seen: Admission[] = [];
+        for (const d of decided) {
+          const w = Math.floor(d.now / W) * W;
+          const curr = sumIn(seen, w, d.now);
+          const prev = sumIn(seen, w - W, w - 1);
+          // prev*(W - elapsed) + (curr + cost)*W <= N*W, in exact integers.
+          const fits = big(prev) * big(W - (d.now - w)) + big(curr + d.cost) * big(W) <= big(N) * big(W);
+          expect(d.result.allowed, `at ${d.now}: prev ${prev}, curr ${curr}, cost ${d.cost}`).toBe(fits);
+          if (d.result.allowed) {
+            // remaining = floor((N*W - prev*(W - elapsed) - (curr + cost)*W) / W), exactly.
+            const left = (big(N) * big(W) - big(prev) * big(W - (d.now - w)) - big(curr + d.cost) * big(W)) / big(W);
+            expect(big(d.result.remaining)).toBe(left);
+          } else rejected++;
+          if (d.result.allowed && d.cost > 0) seen.push({ t: d.now, cost: d.cost });
+        }
+      }),
+      fcBudget(),
+    );
+    expect(rejected).toBeGreaterThan(50);
+  });
+
+  describe.each(buckets)('%s', (_label, algo, queue) => {
+    it('admits at most B + N*t/W in every interval (BigInt), and at most bound(p, t), which is never above it', () => {
+      let admittedCost = 0;
+      fc.assert(
+        fc.property(trafficArb(algo, quotaParamsArb({ burst: true, queue })), (traffic) => {
+          const { p } = traffic;
+          const adm = admitted(drive(algo, traffic));
+          forEveryInterval(adm, (first, last, sum) => {
+            const t = last - first + 1;
+            expect(sum).toBeLessThanOrEqual(algo.bound(p, t));
+            // Textbook envelope, sharper form: only last - first ms of refill lie between the two instants.
+            expect(big(sum) * big(p.windowMs) <= big(p.burst) * big(p.windowMs) + big(p.limit) * big(last - first), `[${first}, ${last}]: ${sum}`).toBe(true);
+            expect(big(algo.bound(p, t)) * big(p.windowMs) <= big(p.burst) * big(p.windowMs) + big(p.limit) * big(t - 1)).toBe(true);
+          });
+          for (const a of adm) admittedCost += a.cost;
+        }),
+        fcBudget(),
+      );
+      expect(admittedCost).toBeGreaterThan(0);
+    });
   });
 });

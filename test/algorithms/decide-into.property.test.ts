@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { figures, type Figures } from '../../src/algorithms/types.js';
 import { memoryStore, runChain, type AlgorithmResult, type LimitDefinition, type StoreOp } from '../../src/index.js';
 import { compileLimit } from '../../src/core/compile.js';
-import { ALGORITHM_CASES, advance, deepFreeze, fcBudget, largeParamsArb, paramsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
+import { ALGORITHM_CASES, advance, deepFreeze, fcBudget, largeParamsArb, paramsArb, quotaParamsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
 
 const cases = ALGORITHM_CASES;
 
@@ -81,6 +81,19 @@ describe.each(cases)('%s: decideInto (the memory store\'s in-place step) is deci
       fcBudget({ runs: 100, ms: 2000 }),
     );
     // A starved (time-interrupted) run passes on the runs it did: make sure it did some, and met rejections.
+    expect(seen.runs).toBeGreaterThanOrEqual(10);
+    expect(seen.rejected).toBeGreaterThan(0);
+  });
+
+  it('same figures and same resulting state as decide beyond 2^49 (limits up to 10^12, windows up to 366 days)', () => {
+    const seen = { runs: 0, rejected: 0 };
+    fc.assert(
+      fc.property(trafficArb(algo, quotaParamsArb({ burst: algo.usesBurst, queue, log: algo.name === 'sliding-log' }), 30), (traffic) => {
+        seen.rejected += lockstep(traffic);
+        seen.runs++;
+      }),
+      fcBudget({ runs: 100, ms: 2000 }),
+    );
     expect(seen.runs).toBeGreaterThanOrEqual(10);
     expect(seen.rejected).toBeGreaterThan(0);
   });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gcra, leakyBucket, tokenBucket, type Algorithm, type AlgorithmParams } from '../../src/index.js';
-import { advance, deepFreeze, fcBudget, largeParamsArb, paramsArb, startArb, stepsArb, type Step } from '../helpers/fc-budget.js';
+import { advance, deepFreeze, fcBudget, largeParamsArb, paramsArb, quotaParamsArb, startArb, stepsArb, type Step } from '../helpers/fc-budget.js';
 
 interface Lane {
   readonly algo: Algorithm<unknown>;
@@ -82,6 +82,22 @@ describe('token-bucket, gcra and leaky-bucket are the same meter', () => {
       fcBudget({ runs: 150 }),
     );
     // A starved (time-interrupted) run passes on the runs it did: make sure it did some, and met rejections.
+    expect(totals.runs).toBeGreaterThanOrEqual(10);
+    expect(totals.rejected).toBeGreaterThan(50);
+  });
+
+  it('... and at quota magnitudes (limits up to 10^12, windows up to 366 days), in the scaled units', () => {
+    const totals = { runs: 0, rejected: 0 };
+    fc.assert(
+      fc.property(
+        quotaParamsArb({ burst: true }).chain((p) => fc.tuple(fc.constant(p), startArb, stepsArb(p, p.burst, 40))),
+        ([p, start, steps]) => {
+          totals.rejected += lockstep(p, start, steps).rejected;
+          totals.runs++;
+        },
+      ),
+      fcBudget({ runs: 150 }),
+    );
     expect(totals.runs).toBeGreaterThanOrEqual(10);
     expect(totals.rejected).toBeGreaterThan(50);
   });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { leakyBucket, type AlgorithmParams } from '../../src/index.js';
-import { ALGORITHM_CASES, drive, fcBudget, largeParamsArb, paramsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
+import { ALGORITHM_CASES, drive, fcBudget, largeParamsArb, paramsArb, quotaParamsArb, trafficArb, type Traffic } from '../helpers/fc-budget.js';
 
 const cases = ALGORITHM_CASES;
 
@@ -51,6 +51,16 @@ describe.each(cases)('%s: retryAfterMs is exact', (label, algo, queue) => {
       fcBudget({ runs: 150 }),
     );
     // afterAll counts both properties together: this one must meet rejections of both kinds by itself too.
+    expect(seen.finite - before.finite).toBeGreaterThan(20);
+    expect(seen.infinite - before.infinite).toBeGreaterThan(5);
+  });
+
+  it('stays exact at quota magnitudes: limits up to 10^12 (and 2^40), windows up to 366 days, beyond 2^49', () => {
+    const before = { ...seen };
+    fc.assert(
+      fc.property(trafficArb(algo, quotaParamsArb({ burst: algo.usesBurst, queue, log: algo.name === 'sliding-log' }), 40), checkRejections),
+      fcBudget({ runs: 150 }),
+    );
     expect(seen.finite - before.finite).toBeGreaterThan(20);
     expect(seen.infinite - before.infinite).toBeGreaterThan(5);
   });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fixedWindow, type Algorithm, type AlgorithmParams, type AlgorithmResult } from '../../src/index.js';
-import { ALGORITHM_CASES, drive, fcBudget, paramsArb, trafficArb } from '../helpers/fc-budget.js';
+import { ALGORITHM_CASES, drive, fcBudget, paramsArb, quotaParamsArb, trafficArb } from '../helpers/fc-budget.js';
 
 const cases = ALGORITHM_CASES;
 
@@ -10,17 +10,35 @@ function seen(r: AlgorithmResult<unknown>): readonly [boolean, number, number, n
   return [r.allowed, r.remaining, r.resetMs, r.retryAfterMs, r.delayMs];
 }
 
-/** The decisions of every cost from 0 to capacity + 1 on `state` at `now`. */
+/**
+ * The decisions of every cost from 0 to capacity + 1 on `state` at `now`
+ * (at quota magnitudes, where the capacity reaches 10^12: the 64 smallest and
+ * largest costs, and every power of two and its neighbours between).
+ */
 function answers(algo: Algorithm<unknown>, state: unknown, now: number, p: AlgorithmParams): ReadonlyArray<ReturnType<typeof seen>> {
   const out: Array<ReturnType<typeof seen>> = [];
-  for (let cost = 0; cost <= algo.capacity(p) + 1; cost++) out.push(seen(algo.decide(state, now, cost, p, 'probe')));
+  const cap = algo.capacity(p);
+  const costs = new Set<number>();
+  if (cap <= 256) for (let cost = 0; cost <= cap + 1; cost++) costs.add(cost);
+  else {
+    for (let k = 0; k < 64; k++) costs.add(k).add(cap + 1 - k);
+    for (let b = 1; b <= cap; b *= 2) costs.add(b - 1).add(b).add(b + 1);
+  }
+  for (const cost of [...costs].sort((a, b) => a - b)) out.push(seen(algo.decide(state, now, cost, p, 'probe')));
   return out;
 }
 
+const SCALES = [
+  ['', (o: { burst: boolean; queue: boolean; log: boolean }) => paramsArb(o)],
+  [' (quota magnitudes)', (o: { burst: boolean; queue: boolean; log: boolean }) => quotaParamsArb(o)],
+] as const;
+
 describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
-  it('resetMs is the state life: now + resetMs = expiresAt(state), and 0 when there is no state', () => {
+  for (const [suffix, arb] of SCALES) {
+  const params = () => arb({ burst: algo.usesBurst, queue, log: algo.name === 'sliding-log' });
+  it(`resetMs is the state life: now + resetMs = expiresAt(state), and 0 when there is no state${suffix}`, () => {
     fc.assert(
-      fc.property(trafficArb(algo, paramsArb({ burst: algo.usesBurst, queue })), (traffic) => {
+      fc.property(trafficArb(algo, params()), (traffic) => {
         for (const d of drive(algo, traffic)) {
           const r = d.result;
           if (r.state === undefined) expect(r.resetMs).toBe(0);
@@ -31,9 +49,9 @@ describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
     );
   });
 
-  it('expiresAt is neither early (the store may reclaim the state then) nor late', () => {
+  it(`expiresAt is neither early (the store may reclaim the state then) nor late${suffix}`, () => {
     fc.assert(
-      fc.property(trafficArb(algo, paramsArb({ burst: algo.usesBurst, queue }), 30), (traffic) => {
+      fc.property(trafficArb(algo, params(), 30), (traffic) => {
         const { p } = traffic;
         for (const d of drive(algo, traffic)) {
           const s = d.result.state;
@@ -50,9 +68,9 @@ describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
     );
   });
 
-  it('refund(state, now, cost) undoes an admission of cost at now exactly', () => {
+  it(`refund(state, now, cost) undoes an admission of cost at now exactly${suffix}`, () => {
     fc.assert(
-      fc.property(trafficArb(algo, paramsArb({ burst: algo.usesBurst, queue }), 30), (traffic) => {
+      fc.property(trafficArb(algo, params(), 30), (traffic) => {
         const { p } = traffic;
         for (const d of drive(algo, traffic)) {
           if (!d.result.allowed || d.cost === 0 || d.result.state === undefined) continue;
@@ -63,6 +81,7 @@ describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
       fcBudget(),
     );
   });
+  }
 });
 
 describe('fixed-window: a request that can never fit, on an empty window', () => {

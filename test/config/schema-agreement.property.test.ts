@@ -118,6 +118,7 @@ describe('the schema and the validator on generated files', () => {
           const beyondSchema =
             ['RC_UNKNOWN_STORE', 'RC_DUPLICATE_NAME', 'RC_UNKNOWN_LIMIT', 'RC_DUPLICATE_ROUTE', 'RC_BURST_BELOW_COST'].includes(e.code) ||
             (e.code === 'RC_INVALID_WINDOW' && e.message.includes('exact integer arithmetic')) ||
+            (e.code === 'RC_INVALID_LIMIT' && e.message.includes('memory budget')) ||
             (e.code === 'RC_INVALID_ROUTE' && e.message.includes('appears twice')) ||
             e.option.startsWith('http.trustProxy');
           expect(beyondSchema, e.message).toBe(true);

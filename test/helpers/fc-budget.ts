@@ -136,6 +136,66 @@ export function largeParamsArb(options: { readonly burst: boolean; readonly queu
   });
 }
 
+/** One day in ms. */
+const DAY_MS = 86_400_000;
+
+/**
+ * Quota-sized parameters, beyond the exact range (`max(N, B) * W > 2^49`):
+ * limits up to 10^12 (and 2^40), windows up to 366 days, the published
+ * shapes (10^7 per day, 10^9 per 30 days, 10^12 bytes per 30 days) and random
+ * ones. `burst: false` pins B = N. `log: true` keeps sliding-log's memory
+ * budget: at most 100,000 log entries (`min(N, W)`), so either N or W is
+ * at most 100,000. Every value is accepted by `compileLimit`.
+ */
+export function quotaParamsArb(options: { readonly burst: boolean; readonly queue?: boolean; readonly log?: boolean }): fc.Arbitrary<AlgorithmParams> {
+  const queue = options.queue ?? false;
+  const window = fc.oneof(
+    fc.constantFrom(DAY_MS, 30 * DAY_MS, 366 * DAY_MS, 2 ** 35),
+    fc.integer({ min: 1_000, max: 366 * DAY_MS }),
+  );
+  const limit = fc.oneof(
+    fc.constantFrom(10_000_000, 1_000_000_000, 1_000_000_000_000, 2 ** 40, 65_537),
+    fc.integer({ min: 1, max: 1_000_000_000_000 }),
+  );
+  const base = options.log === true
+    ? fc.oneof(
+        // Few entries because the limit is small: N <= 100,000, with a window long enough to leave the exact range.
+        fc.integer({ min: 1, max: 100_000 }).chain((n) =>
+          fc.integer({ min: Math.min(2 ** 35, Math.floor(2 ** 49 / n) + 1), max: 2 ** 35 }).map((w) => ({ limit: n, windowMs: w })),
+        ),
+        // Few entries because the window is short: W <= 100,000 ms, with a limit large enough to leave the exact range.
+        fc.integer({ min: 5_630, max: 100_000 }).chain((w) =>
+          fc.integer({ min: Math.floor(2 ** 49 / w) + 1, max: 2 ** 40 }).map((n) => ({ limit: n, windowMs: w })),
+        ),
+      )
+    : fc.record({ limit, windowMs: window });
+  return base
+    .chain(({ limit: n, windowMs }) =>
+      fc.record({
+        limit: fc.constant(n),
+        windowMs: fc.constant(windowMs),
+        // Up to twice the limit (and 2^40): B * ceil(W / N) stays far inside the buckets' range.
+        burst: options.burst ? fc.oneof(fc.constant(n), fc.integer({ min: 1, max: Math.min(2 ** 40, 2 * n) })) : fc.constant(n),
+      }),
+    )
+    .filter((p) => Math.max(p.limit, p.burst) * p.windowMs > 2 ** 49)
+    .map(({ limit: n, windowMs, burst }) => ({ limit: n, windowMs, burst, queue }));
+}
+
+/**
+ * (prev, elapsed, W) where `Math.floor(prev * elapsed / W)` in doubles is one
+ * too high (the product passes 2^53 and rounds up): a sliding window that
+ * computed its weighted count that way would admit one unit too many.
+ */
+export const ADVERSARIAL_SLIDING: ReadonlyArray<readonly [number, number, number]> = [
+  [815_292_228_053, 13_721_140_350, 16_180_328_993],
+  [422_548_700_674, 5_798_398_381, 5_962_061_077],
+  [1_000_345_883_418, 9_542_024_580, 11_696_695_737],
+  [779_623_798_458, 25_665_116_028, 34_204_521_281],
+  [556_730_815_266, 9_824_346_494, 28_256_368_200],
+  [525_192_990_889, 1_635_335_246, 1_695_936_608],
+];
+
 /** Requests against `p`: costs from 0 (peek) to capacity + 1 (never fits), biased to 1. */
 export function stepsArb(p: AlgorithmParams, capacity: number, maxLength = 60): fc.Arbitrary<Step[]> {
   const W = p.windowMs;

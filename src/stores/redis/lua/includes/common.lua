@@ -3,7 +3,8 @@ common.lua: helpers shared by every ratecontract script (included, not run alone
 
 Arithmetic: Lua numbers are IEEE doubles, like JavaScript numbers. Every value
 stays an integer below 2^53 by construction (the limit compiler bounds
-limit * window), and every expression below repeats the TypeScript twin's
+limit * window, or beyond 2^49 the limit, the window and the bucket units;
+mul_div_floor keeps the sliding window's products exact), and every expression below repeats the TypeScript twin's
 operations in the same order, so both sides round identically. `%` is
 written as math.fmod (C fmod, which is what JavaScript `%` computes); Lua's
 own `%` differs for negative operands. Integers are written with '%.0f' so
@@ -69,8 +70,75 @@ local function algo(name)
   return a
 end
 
+-- Twin of floor(a * b / c) in src/algorithms/types.ts (mulDivFloor): exact
+-- for 0 <= a < 2^41, 0 <= b < 2^36, 1 <= c < 2^40 with a quotient below
+-- 2^53, even where the product a * b passes 2^53 (b in three 12-bit digits).
+local TWO53 = 9007199254740992
+local function mul_div_floor(a, b, c)
+  local ab = a * b
+  if ab < TWO53 then
+    return math.floor(ab / c)
+  end
+  local b0 = b - math.floor(b / 4096) * 4096
+  local high = (b - b0) / 4096
+  local b1 = high - math.floor(high / 4096) * 4096
+  local b2 = (high - b1) / 4096
+  local digits = { b2, b1, b0 }
+  local q, r = 0, 0
+  for i = 1, 3 do
+    local x = r * 4096
+    local y = a * digits[i]
+    local qx = math.floor(x / c)
+    local qy = math.floor(y / c)
+    local rest = x - qx * c + (y - qy * c)
+    local carry = 0
+    if rest >= c then
+      carry = 1
+    end
+    q = q * 4096 + qx + qy + carry
+    r = rest - carry * c
+  end
+  return q
+end
+
+--[[
+Twin of bucketScale in src/algorithms/scale.ts: the units the bucket
+algorithms count in, K per ms and T per unit of cost. Exact range
+(max(N, B) * W <= 2^49): K = N, T = W. Beyond it: K = 2^j, the largest with
+W * K <= 2^51 and B * ceil(W * K / N) <= 2^51, and T = ceil(W * K / N).
+]]
+local EXACT_PRODUCT = 562949953421312
+local SCALED_PRODUCT = 2251799813685248
+local function bucket_scale(N, W, B)
+  if math.max(N, B) * W <= EXACT_PRODUCT then
+    return N, W
+  end
+  local K = 1
+  local T = ceil_div(W, N)
+  if W > SCALED_PRODUCT or B * T > SCALED_PRODUCT then
+    error('ratecontract: limit outside the bucket algorithms\' range (burst x ceil(window / limit) above 2^51)')
+  end
+  while true do
+    local K2 = K * 2
+    if W * K2 > SCALED_PRODUCT then
+      break
+    end
+    local T2 = ceil_div(W * K2, N)
+    if B * T2 > SCALED_PRODUCT then
+      break
+    end
+    K = K2
+    T = T2
+  end
+  return K, T
+end
+
+-- The params of one limit spec, with the bucket units K and T (used by
+-- token-bucket, leaky-bucket and gcra only; computed once per call).
 local function params(limit, window, burst, queue)
-  return { limit = tonumber(limit), window = tonumber(window), burst = tonumber(burst), queue = queue == '1' }
+  local p = { limit = tonumber(limit), window = tonumber(window), burst = tonumber(burst), queue = queue == '1' }
+  p.K, p.T = bucket_scale(p.limit, p.window, p.burst)
+  return p
 end
 
 local function load(key, a)

@@ -1,6 +1,6 @@
 --[[
-Twin of src/algorithms/gcra.ts. State: "t f" (the TAT as t + f/N ms,
-0 <= f < N).
+Twin of src/algorithms/gcra.ts. State: "t f" (the TAT as t + f/K ms,
+0 <= f < K; K = N in the exact range, see bucket_scale in common.lua).
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['gcra'] = function()
@@ -13,36 +13,37 @@ BUILDERS['gcra'] = function()
       return string.format('%.0f %.0f', s.t, s.f)
     end,
     decide = function(s, now, cost, p)
-      local W = p.window
-      local N = p.limit
-      local tolerance = p.burst * W
-      -- TAT relative to now, in units of 1/N ms, floored at now.
+      -- Units: K per ms, T per unit of cost (exact range: K = N, T = W).
+      local K = p.K
+      local T = p.T
+      local tolerance = p.burst * T
+      -- TAT relative to now, in units of 1/K ms, floored at now.
       local tat = 0
       if s ~= nil then
-        tat = math.max(0, (s.t - now) * N + s.f)
+        tat = math.max(0, (s.t - now) * K + s.f)
       end
-      local nxt = tat + cost * W
+      local nxt = tat + cost * T
       if nxt <= tolerance then
         local st = nil
         if nxt > 0 then
-          st = { t = now + math.floor(nxt / N), f = math.fmod(nxt, N) }
+          st = { t = now + math.floor(nxt / K), f = math.fmod(nxt, K) }
         end
-        return true, st, math.floor((tolerance - nxt) / W), ceil_div(nxt, N), 0, 0
+        return true, st, math.floor((tolerance - nxt) / T), ceil_div(nxt, K), 0, 0
       end
       local st = nil
       if tat > 0 then
-        st = { t = now + math.floor(tat / N), f = math.fmod(tat, N) }
+        st = { t = now + math.floor(tat / K), f = math.fmod(tat, K) }
       end
-      local retry = ceil_div(nxt - tolerance, N)
+      local retry = ceil_div(nxt - tolerance, K)
       if cost > p.burst then
         retry = INF
       end
-      return false, st, math.floor((tolerance - tat) / W), ceil_div(tat, N), retry, 0
+      return false, st, math.floor((tolerance - tat) / T), ceil_div(tat, K), retry, 0
     end,
     refund = function(s, now, cost, p)
-      local tat = (s.t - now) * p.limit + s.f - cost * p.window
+      local tat = (s.t - now) * p.K + s.f - cost * p.T
       if tat > 0 then
-        return { t = now + math.floor(tat / p.limit), f = math.fmod(tat, p.limit) }
+        return { t = now + math.floor(tat / p.K), f = math.fmod(tat, p.K) }
       end
       return nil
     end,
