@@ -6,7 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { algorithms, compileLimit, gcra, leakyBucket, slidingWindow, tokenBucket, type Algorithm, type AlgorithmName, type AlgorithmParams, type LimitDefinition } from '../../src/index.js';
+import { algorithms, gcra, leakyBucket, slidingWindow, tokenBucket, type Algorithm, type AlgorithmName, type AlgorithmParams, type LimitDefinition } from '../../src/index.js';
+import { compileLimit } from '../../src/core/compile.js';
 import { bucketScale } from '../../src/algorithms/scale.js';
 import { mulDivFloor } from '../../src/algorithms/types.js';
 import { ADVERSARIAL_SLIDING, drive, fcBudget, quotaParamsArb, trafficArb } from '../helpers/fc-budget.js';
