@@ -6,8 +6,12 @@ import { LogInputError, readLog, type LogFormat } from './logs.js';
 import { ContractDiff, ContractRun, type Verdict } from './replay.js';
 import { contractReport, diffReport, keyFormatter, logReport, renderReplay, type ReplayReport } from './replay-report.js';
 
-/** Heavy-hitter counters kept per limit for each key listed: `--top 10` tracks 100 keys per limit. */
-export const CAPACITY_PER_LISTED = 10;
+/**
+ * Heavy-hitter counters per limit (and per direction of the difference):
+ * counts are exact while a limit rejects at most this many distinct keys, and
+ * beyond that any key with more than 1/1000 of the limit's rejections is listed.
+ */
+export const KEY_CAPACITY = 1000;
 /** Unrouted lines that keep their number, method and path. */
 const KEEP_UNROUTED = 10;
 /** Malformed lines that keep their number and reason. */
@@ -115,7 +119,7 @@ async function runReplay(args: ParsedArgs): Promise<number> {
     if (error instanceof ConfigError) return fail(error.message);
     throw error;
   }
-  const capacity = request.top * CAPACITY_PER_LISTED;
+  const capacity = KEY_CAPACITY;
   const runOptions = { capacity, keepUnrouted: KEEP_UNROUTED, tenantHeader: request.tenantHeader };
   const run = await ContractRun.start(config, runOptions);
   const old = oldConfig === undefined ? undefined : await ContractRun.start(oldConfig, runOptions);
@@ -123,8 +127,13 @@ async function runReplay(args: ParsedArgs): Promise<number> {
   const read = readLog(request.log, { format: request.format, keepMalformed: KEEP_MALFORMED });
   try {
     for await (const record of read.records) {
-      const verdict: Verdict = await run.replay(record);
-      if (old !== undefined) (diff as ContractDiff).add(verdict, await old.replay(record));
+      let verdict = run.replay(record);
+      if (verdict instanceof Promise) verdict = await verdict;
+      if (old !== undefined) {
+        let was: Verdict | Promise<Verdict> = old.replay(record);
+        if (was instanceof Promise) was = await was;
+        (diff as ContractDiff).add(verdict, was);
+      }
     }
   } catch (error) {
     if (error instanceof LogInputError) return fail(error.message);

@@ -165,8 +165,12 @@ export class ContractRun {
     };
   }
 
-  /** Replays one record (records come in time order). */
-  async replay(r: LogRecord): Promise<Verdict> {
+  /**
+   * Replays one record (records come in time order). A promise only when the
+   * chain needs one (limits on two stores, a concurrency lease to release),
+   * so the common case costs no microtask.
+   */
+  replay(r: LogRecord): Verdict | Promise<Verdict> {
     const t = this.totals;
     t.requests++;
     const match = this.#runtime.route(r.method, r.path);
@@ -183,7 +187,19 @@ export class ContractRun {
     t.limited++;
     this.#clock.set(r.time);
     const ctx = this.context(r);
-    const decision: Decision = limiter.checkSync?.(ctx, WANT) ?? (await limiter.check(ctx, WANT));
+    const decided = limiter.checkSync?.(ctx, WANT);
+    if (decided !== undefined && !this.#leases) return this.#tally(r, decided);
+    return (async () => {
+      const decision = decided ?? (await limiter.check(ctx, WANT));
+      const verdict = this.#tally(r, decision);
+      // A log has no request durations: a concurrency lease ends with its check.
+      if (this.#leases) await decision.release();
+      return verdict;
+    })();
+  }
+
+  #tally(r: LogRecord, decision: Decision): Verdict {
+    const t = this.totals;
     const keys = decisionKeys(decision) ?? [];
     let first: Verdict | undefined;
     const results = decision.results;
@@ -207,8 +223,6 @@ export class ContractRun {
     if (!decision.allowed) t.rejected++;
     else if (decision.outcome === 'shadow-rejected') t.shadowRejected++;
     if (first !== undefined) t.wouldReject++;
-    // A log has no request durations: a concurrency lease ends with its check.
-    if (this.#leases) await decision.release();
     return first ?? PASS;
   }
 

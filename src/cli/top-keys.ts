@@ -24,11 +24,18 @@ interface Counter {
   key: string;
   count: number;
   error: number;
+  /** Position in the heap. */
+  at: number;
 }
 
+/**
+ * Space-saving with its counters in a binary min-heap by count, so that an
+ * increment and a replacement cost O(log capacity), whatever the capacity.
+ */
 export class SpaceSaving {
   readonly capacity: number;
-  readonly #counters = new Map<string, Counter>();
+  readonly #byKey = new Map<string, Counter>();
+  readonly #heap: Counter[] = [];
   /** Sum of every increment. */
   #total = 0;
 
@@ -41,35 +48,70 @@ export class SpaceSaving {
     return this.#total;
   }
 
-  /** Whether every count is exact: no counter has been replaced yet. */
-  get exact(): boolean {
-    for (const c of this.#counters.values()) if (c.error > 0) return false;
-    return true;
-  }
-
   /** Counts `by` (default 1) more for `key`. */
   add(key: string, by = 1): void {
     this.#total += by;
-    const known = this.#counters.get(key);
+    const known = this.#byKey.get(key);
     if (known !== undefined) {
       known.count += by;
+      this.#down(known.at);
       return;
     }
-    if (this.#counters.size < this.capacity) {
-      this.#counters.set(key, { key, count: by, error: 0 });
+    const heap = this.#heap;
+    if (heap.length < this.capacity) {
+      const c: Counter = { key, count: by, error: 0, at: heap.length };
+      heap.push(c);
+      this.#byKey.set(key, c);
+      this.#up(c.at);
       return;
     }
     // Replace the smallest counter: the new key inherits its count as error.
-    let min: Counter | undefined;
-    for (const c of this.#counters.values()) if (min === undefined || c.count < min.count) min = c;
-    const m = min as Counter;
-    this.#counters.delete(m.key);
-    this.#counters.set(key, { key, count: m.count + by, error: m.count });
+    const min = heap[0] as Counter;
+    this.#byKey.delete(min.key);
+    min.key = key;
+    min.error = min.count;
+    min.count += by;
+    this.#byKey.set(key, min);
+    this.#down(0);
+  }
+
+  #swap(i: number, j: number): void {
+    const heap = this.#heap;
+    const a = heap[i] as Counter;
+    const b = heap[j] as Counter;
+    heap[i] = b;
+    heap[j] = a;
+    b.at = i;
+    a.at = j;
+  }
+
+  #up(i: number): void {
+    const heap = this.#heap;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((heap[parent] as Counter).count <= (heap[i] as Counter).count) return;
+      this.#swap(i, parent);
+      i = parent;
+    }
+  }
+
+  #down(i: number): void {
+    const heap = this.#heap;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && (heap[l] as Counter).count < (heap[m] as Counter).count) m = l;
+      if (r < heap.length && (heap[r] as Counter).count < (heap[m] as Counter).count) m = r;
+      if (m === i) return;
+      this.#swap(i, m);
+      i = m;
+    }
   }
 
   /** The `n` largest counters, largest first (ties by key, so the order is stable). */
   top(n: number): TopKey[] {
-    return [...this.#counters.values()]
+    return [...this.#heap]
       .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
       .slice(0, n)
       .map((c) => ({ key: c.key, count: c.count, error: c.error }));
