@@ -121,11 +121,11 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
   const stores: Record<string, Store> = {};
   try {
     for (const [name, s] of Object.entries(config.stores)) {
-      if (s.type === 'memory' || options.memoryStores === true) {
-        if (s.type !== 'memory') {
-          stores[name] = memoryStore();
-          continue;
-        }
+      if (s.type !== 'memory' && options.memoryStores === true) {
+        stores[name] = memoryStore();
+        continue;
+      }
+      if (s.type === 'memory') {
         stores[name] = memoryStore({ ...(s.maxKeys !== undefined && { maxKeys: s.maxKeys }), ...(s.overflowSlots !== undefined && { overflowSlots: s.overflowSlots }) });
         continue;
       }

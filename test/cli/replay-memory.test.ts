@@ -39,12 +39,12 @@ async function writeLog(path: string, lines: number): Promise<void> {
       if (i % 7 === 0) batch[batch.length - 1] = (batch[batch.length - 1] as string).replace('203.0.113.', '198.51.100.');
     }
     if (batch.length === 10_000) {
-      if (!out.write(batch.join('\n') + '\n')) await new Promise((resolve) => out.once('drain', resolve));
+      if (!out.write(batch.join('\n') + '\n')) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
       batch = [];
     }
   }
   out.end(batch.length > 0 ? batch.join('\n') + '\n' : '');
-  await new Promise((resolve, reject) => out.on('finish', resolve).on('error', reject));
+  await new Promise<void>((resolve, reject) => out.on('finish', () => resolve()).on('error', reject));
 }
 
 /** Runs replay with a capped old space; resolves to the report (`run.peakRssBytes` is the process's own maxRSS). */
