@@ -2,10 +2,11 @@
 import { ArgumentError, EXIT_USAGE, formatUsage, runCommand, type Command } from './args.js';
 import { runAudit } from './audit.js';
 import { runCheck } from './check.js';
+import { replayCommand } from './replay-command.js';
 import { simulateCommand } from './simulate-command.js';
 
 /** Every command declared as a `Command`, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [simulateCommand];
+const COMMANDS: readonly Command[] = [simulateCommand, replayCommand];
 /** Commands that parse their own arguments (`--help` included): name and summary for the listing. */
 const OWN_PARSERS: ReadonlyArray<{ readonly name: string; readonly summary: string }> = [
   { name: 'check', summary: 'validate a contract file (YAML or JSON); exit 0 with a summary, 2 with the error line' },
@@ -44,6 +45,8 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'simulate':
       return runCommand(simulateCommand, rest);
+    case 'replay':
+      return runCommand(replayCommand, rest);
     case 'check':
       return runCheck(rest, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
     case 'audit':

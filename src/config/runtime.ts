@@ -28,6 +28,14 @@ export interface RuntimeOptions {
   readonly onRedisError?: ((store: string, error: unknown) => void) | undefined;
   /** With `replicas: discover`: heartbeat period, ms. Default 5000. */
   readonly heartbeatMs?: number | undefined;
+  /**
+   * Every store is a memory store of this process: a memory store keeps its
+   * `maxKeys` and `overflowSlots`, a Redis store becomes `memoryStore()` with
+   * its defaults, and no connection is made (`connectRedis` is never called).
+   * With `replicas: discover` this one process is the only replica. For
+   * offline runs (`ratecontract replay`) on a virtual clock. Default false.
+   */
+  readonly memoryStores?: boolean | undefined;
 }
 
 /** One route, ready to check requests. */
@@ -113,6 +121,10 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
   const stores: Record<string, Store> = {};
   try {
     for (const [name, s] of Object.entries(config.stores)) {
+      if (s.type !== 'memory' && options.memoryStores === true) {
+        stores[name] = memoryStore();
+        continue;
+      }
       if (s.type === 'memory') {
         stores[name] = memoryStore({ ...(s.maxKeys !== undefined && { maxKeys: s.maxKeys }), ...(s.overflowSlots !== undefined && { overflowSlots: s.overflowSlots }) });
         continue;

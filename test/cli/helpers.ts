@@ -13,7 +13,7 @@ export interface CliRun {
 }
 
 /** Runs `node dist/cli/main.js ...args` as a user would, with `input` on stdin; never rejects on a non-zero exit. */
-export function runCli(args: readonly string[], options: { readonly input?: string; readonly cwd?: string } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], options: { readonly input?: string | Buffer; readonly cwd?: string } = {}): Promise<CliRun> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
