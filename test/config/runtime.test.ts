@@ -118,3 +118,67 @@ routes:
     }
   });
 });
+
+describe('buildRuntime with previous (a reload)', () => {
+  const first = `stores:
+  kept: { type: memory }
+  changed: { type: memory }
+limits:
+  - { name: a, purpose: shedding, limit: 2, window: 1m, key: ip, store: kept }
+  - { name: b, purpose: shedding, limit: 2, window: 1m, key: ip, store: changed }
+  - { name: c, purpose: shedding, limit: 2, window: 1m, key: ip }
+routes:
+  - { match: GET /a, limits: [a] }
+  - { match: GET /b, limits: [b] }
+  - { match: GET /c, limits: [c] }
+`;
+  it('takes over unchanged stores (state survives) and builds changed ones anew', async () => {
+    const clock = new ManualClock(0);
+    const old = await buildRuntime(parseConfig(first, { file: 'a.yaml' }), { clock });
+    for (const p of ['/a', '/b', '/c']) {
+      const l = old.route('GET', p)?.value.limiter;
+      for (let i = 0; i < 2; i++) expect((await l?.check({ ip: '192.0.2.1' }))?.allowed).toBe(true);
+    }
+    const next = await buildRuntime(parseConfig(first.replace('changed: { type: memory }', 'changed: { type: memory, maxKeys: 10 }'), { file: 'a.yaml' }), {
+      clock,
+      previous: old,
+    });
+    try {
+      expect(next.stores.get('kept')).toBe(old.stores.get('kept'));
+      expect(next.stores.get('(default)')).toBe(old.stores.get('(default)'));
+      expect(next.stores.get('changed')).not.toBe(old.stores.get('changed'));
+      // Spent budgets stay spent on the stores taken over; the rebuilt store starts afresh.
+      expect((await next.route('GET', '/a')?.value.limiter?.check({ ip: '192.0.2.1' }))?.allowed).toBe(false);
+      expect((await next.route('GET', '/c')?.value.limiter?.check({ ip: '192.0.2.1' }))?.allowed).toBe(false);
+      expect((await next.route('GET', '/b')?.value.limiter?.check({ ip: '192.0.2.1' }))?.allowed).toBe(true);
+    } finally {
+      await old.close();
+      await next.close();
+    }
+  });
+
+  it('leaves a taken-over Redis connection open when the previous runtime closes', async () => {
+    const closed: string[] = [];
+    const connectRedis = (url: string): { client: never; close(): Promise<void> } => ({
+      client: { eval: () => Promise.reject(new Error('offline')), evalsha: () => Promise.reject(new Error('offline')) } as never,
+      close: () => {
+        closed.push(url);
+        return Promise.resolve();
+      },
+    });
+    const text = `stores:
+  r: { type: redis, url: redis://127.0.0.1:1/0 }
+limits:
+  - { name: a, purpose: shedding, limit: 2, window: 1m, key: ip, store: r }
+routes:
+  - { match: GET /a, limits: [a] }
+`;
+    const old = await buildRuntime(parseConfig(text, { file: 'r.yaml' }), { connectRedis });
+    const next = await buildRuntime(parseConfig(text, { file: 'r.yaml' }), { connectRedis, previous: old });
+    expect(next.stores.get('r')).toBe(old.stores.get('r'));
+    await old.close();
+    expect(closed).toEqual([]);
+    await next.close();
+    expect(closed).toEqual(['redis://127.0.0.1:1/0']);
+  });
+});
