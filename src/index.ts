@@ -52,6 +52,7 @@ export {
   mapDecision,
   resolveResponseOptions,
   retryAfterSeconds,
+  trustsPeer,
   PROBLEM_TYPES,
   HttpGuard,
   Unexpected,
