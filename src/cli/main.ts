@@ -2,10 +2,11 @@
 import { ArgumentError, EXIT_USAGE, formatUsage, runCommand, type Command } from './args.js';
 import { runAudit } from './audit.js';
 import { runCheck } from './check.js';
+import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate-command.js';
 
 /** Every command declared as a `Command`, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [simulateCommand];
+const COMMANDS: readonly Command[] = [serveCommand, simulateCommand];
 /** Commands that parse their own arguments (`--help` included): name and summary for the listing. */
 const OWN_PARSERS: ReadonlyArray<{ readonly name: string; readonly summary: string }> = [
   { name: 'check', summary: 'validate a contract file (YAML or JSON); exit 0 with a summary, 2 with the error line' },
@@ -42,6 +43,8 @@ async function help(topic: string | undefined): Promise<number> {
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'serve':
+      return runCommand(serveCommand, rest);
     case 'simulate':
       return runCommand(simulateCommand, rest);
     case 'check':
