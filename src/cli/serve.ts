@@ -98,8 +98,9 @@ function demoExamples(url: string): string {
     `  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${url}/otp/send -H 'content-type: application/json' -d '{"phone":"+15550100"}'; done`,
     '  # the same as a tenant (x-tenant, believed from loopback): the 429 carries RateLimit-Policy, RateLimit and the problem details',
     `  for i in 1 2 3 4; do curl -s -i -X POST ${url}/otp/send -H 'x-tenant: acme' -H 'content-type: application/json' -d '{"phone":"+15550111"}'; echo; done`,
-    '  # 503: search sheds load per address (burst 10, 5/s): the 11th quick request is refused with Retry-After: 1',
-    `  for i in $(seq 12); do curl -s -o /dev/null -w '%{http_code}\\n' ${url}/search?q=x; done`,
+    '  # 503: the global guard allows 50 sends per second; 150 at once from distinct addresses (x-forwarded-for is',
+    '  # believed from loopback) and recipients spend it, and the rest get 503 with Retry-After: 1',
+    `  for i in $(seq 150); do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${url}/otp/send -H "x-forwarded-for: 198.51.100.$i" -H 'content-type: application/json' -d "{\\"phone\\":\\"+1555020$i\\"}" & done | sort | uniq -c; wait`,
     `  curl -s ${url}/health    # unlimited`,
   ].join('\n');
 }

@@ -264,7 +264,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       res.assignSocket(socket as never);
       const ok = await guard(req, res);
       if (!ok) {
-        res.once('finish', () => socket.end());
+        if (res.writableFinished) socket.end();
+        else res.once('finish', () => socket.end());
         return;
       }
       res.detachSocket(socket as never);
@@ -279,8 +280,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       else res.destroy();
     });
   });
+  const upgraded = new Set<Duplex>();
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
     handleUpgrade(req, socket, head).catch(() => socket.destroy());
   });
   server.on('clientError', (_error, socket: Duplex) => {
@@ -410,8 +414,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       const cut = inflight;
       server.closeAllConnections();
+      for (const socket of upgraded) socket.destroy();
       await proxy?.close();
-      await closed;
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
       await reloading.catch(() => undefined);
       await current.runtime.close();
       metrics.close();
