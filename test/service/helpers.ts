@@ -35,7 +35,7 @@ export interface Served {
   waitForLog(test: (l: LogLine) => boolean, budgetMs?: number): Promise<LogLine>;
   /** Resolves with the exit code. */
   readonly exited: Promise<number | null>;
-  /** Sends a signal to the service (through `timeout`, which forwards it). */
+  /** Sends a signal to the service process. */
   signal(name: NodeJS.Signals): void;
   /** SIGTERM and wait; SIGKILL past the budget. */
   stop(): Promise<number | null>;
@@ -127,8 +127,12 @@ export async function serve(args: readonly string[], budgetMs = 20_000): Promise
       });
     });
   };
+  // `timeout` forwards only the first of repeated signals: signal the service itself (its pid is on every log line).
   const signal = (name: NodeJS.Signals): void => {
-    if (proc.exitCode === null) proc.kill(name);
+    if (proc.exitCode !== null) return;
+    const pid = logs.find((l) => typeof l.pid === 'number')?.pid as number | undefined;
+    if (pid === undefined) proc.kill(name);
+    else process.kill(pid, name);
   };
   const stop = async (): Promise<number | null> => {
     if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
