@@ -51,9 +51,9 @@ export default tseslint.config(
   ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
   ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
   {
-    // Unit tests run without Redis: only test/redis, test/faults and test/load may start redis-server or talk to it.
+    // Unit tests run without Redis: only test/redis, test/faults, test/load and test/service (spawned services) may start redis-server or talk to it.
     files: ['test/**/*.ts'],
-    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**'],
+    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**', 'test/service/**'],
     rules: {
       'no-restricted-imports': [
         'error',

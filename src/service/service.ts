@@ -135,7 +135,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         kind: m.kind,
         reason: m.reason,
         limits: m.limits,
-        error: m.error instanceof Error ? m.error.message : m.error === undefined ? undefined : String(m.error),
+        error: m.error instanceof Error ? m.error.message : m.error === undefined ? undefined : JSON.stringify(m.error),
         ...(suppressed > 0 && { suppressedSinceLast: suppressed }),
       }),
     );

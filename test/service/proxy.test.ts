@@ -4,7 +4,7 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve, upstreamServer, type Served } from './helpers.js';
 
@@ -76,7 +76,7 @@ describe('ratecontract serve --upstream: the reverse proxy', () => {
   let s: Served;
   const seen: Seen[] = [];
   let slowArrived: (() => void) | undefined;
-  const upgrades = new Set<import('node:stream').Duplex>();
+  const upgrades = new Set<Duplex>();
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rc-proxy-'));
