@@ -28,7 +28,7 @@ interface Seen {
 /** Sends one request with node:http (which allows any header, hop-by-hop included) and reads the whole answer. */
 function send(
   url: string,
-  options: { method?: string; path: string; headers?: Record<string, string | string[]>; body?: Buffer | Readable },
+  options: { method?: string; path: string; headers?: Record<string, string | string[]>; body?: Buffer | Readable | undefined },
 ): Promise<{ status: number; headers: IncomingHttpHeaders; trailers: NodeJS.Dict<string>; body: Buffer; res: IncomingMessage }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${url}${options.path}`, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
