@@ -53,7 +53,7 @@ export default tseslint.config(
   // The metrics bindings read core events and limiters only: library users get them without the service or the config file.
   ...layer('src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service']),
   {
-    // Unit tests run without Redis: only test/redis, test/faults and test/load may start redis-server or talk to it.
+    // Unit tests run without Redis: only test/redis, test/faults, test/load and test/service (spawned services) may start redis-server or talk to it.
     files: ['test/**/*.ts'],
     ignores: ['test/redis/**', 'test/faults/**', 'test/load/**', 'test/service/**'],
     rules: {

@@ -3,10 +3,11 @@ import { ArgumentError, EXIT_USAGE, formatUsage, runCommand, type Command } from
 import { runAudit } from './audit.js';
 import { runCheck } from './check.js';
 import { replayCommand } from './replay-command.js';
+import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate-command.js';
 
 /** Every command declared as a `Command`, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [simulateCommand, replayCommand];
+const COMMANDS: readonly Command[] = [serveCommand, simulateCommand, replayCommand];
 /** Commands that parse their own arguments (`--help` included): name and summary for the listing. */
 const OWN_PARSERS: ReadonlyArray<{ readonly name: string; readonly summary: string }> = [
   { name: 'check', summary: 'validate a contract file (YAML or JSON); exit 0 with a summary, 2 with the error line' },
@@ -43,6 +44,8 @@ async function help(topic: string | undefined): Promise<number> {
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'serve':
+      return runCommand(serveCommand, rest);
     case 'simulate':
       return runCommand(simulateCommand, rest);
     case 'replay':

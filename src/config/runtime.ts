@@ -4,7 +4,7 @@ import { createLimiter, memoryStore, parseDuration, type Clock, type Limiter, ty
 import type { GuardOptions } from '../http/index.js';
 import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
 import { RouteTable, type RouteMatch } from './route-pattern.js';
-import type { RateContractConfig, RedisStoreConfig, RouteConfig } from './types.js';
+import type { RateContractConfig, RedisStoreConfig, RouteConfig, StoreConfig } from './types.js';
 
 /** A Redis client the runtime made and will close. */
 export interface OwnedRedisClient {
@@ -36,6 +36,13 @@ export interface RuntimeOptions {
    * offline runs (`ratecontract replay`) on a virtual clock. Default false.
    */
   readonly memoryStores?: boolean | undefined;
+  /**
+   * The runtime this one replaces (a config reload). Every store whose
+   * definition is unchanged (same name, same settings) is taken over with its
+   * state and its Redis connection, so limits on it keep their budgets; the
+   * previous runtime's `close()` then leaves those open. Default: none.
+   */
+  readonly previous?: ContractRuntime | undefined;
 }
 
 /** One route, ready to check requests. */
@@ -66,6 +73,19 @@ type IoredisClient = RedisClientLike & { quit(): Promise<unknown>; on(event: 'er
 interface IoredisModule {
   readonly default: new (url: string, options?: Record<string, unknown>) => IoredisClient;
   readonly Cluster: new (nodes: string[], options?: Record<string, unknown>) => IoredisClient;
+}
+
+/** What a runtime can hand over to its successor: its stores by name, with their definitions and connections. */
+interface Handover {
+  readonly stores: Map<string, { readonly config: StoreConfig | 'implicit'; readonly store: Store; readonly owned: OwnedRedisClient | undefined }>;
+  /** Names taken over by a successor: not closed by this runtime's `close()`. */
+  readonly taken: Set<string>;
+}
+
+const handovers = new WeakMap<ContractRuntime, Handover>();
+
+function sameStore(a: StoreConfig | 'implicit', b: StoreConfig | 'implicit'): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onError: (error: unknown) => void): Promise<OwnedRedisClient> {
@@ -119,19 +139,42 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
   const connect = options.connectRedis ?? connectWithIoredis;
   const owned: OwnedRedisClient[] = [];
   const stores: Record<string, Store> = {};
+  const previous = options.previous === undefined ? undefined : handovers.get(options.previous);
+  const mine: Handover = { stores: new Map(), taken: new Set() };
+  const takenNames: string[] = [];
+  const takenOwned = new Set<OwnedRedisClient>();
+  /** Takes over the previous runtime's store `name` when its definition is unchanged. */
+  const takeOver = (name: string, def: StoreConfig | 'implicit'): Store | undefined => {
+    const old = previous?.stores.get(name);
+    if (old === undefined || previous === undefined || previous.taken.has(name) || !sameStore(old.config, def)) return undefined;
+    previous.taken.add(name);
+    takenNames.push(name);
+    if (old.owned !== undefined) {
+      owned.push(old.owned);
+      takenOwned.add(old.owned);
+    }
+    mine.stores.set(name, old);
+    return old.store;
+  };
   try {
     for (const [name, s] of Object.entries(config.stores)) {
       if (s.type !== 'memory' && options.memoryStores === true) {
         stores[name] = memoryStore();
         continue;
       }
+      const kept = takeOver(name, s);
+      if (kept !== undefined) {
+        stores[name] = kept;
+        continue;
+      }
       if (s.type === 'memory') {
         stores[name] = memoryStore({ ...(s.maxKeys !== undefined && { maxKeys: s.maxKeys }), ...(s.overflowSlots !== undefined && { overflowSlots: s.overflowSlots }) });
+        mine.stores.set(name, { config: s, store: stores[name], owned: undefined });
         continue;
       }
       const c = await connect(s.url, s, name, (error) => options.onRedisError?.(name, error));
       owned.push(c);
-      stores[name] = redisStore({
+      const store = redisStore({
         client: c.client,
         ...(s.prefix !== undefined && { prefix: s.prefix }),
         ...(s.timeMode !== undefined && { timeMode: s.timeMode }),
@@ -144,12 +187,21 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
           },
         }),
       });
+      stores[name] = store;
+      mine.stores.set(name, { config: s, store, owned: c });
     }
   } catch (error) {
-    await Promise.all(owned.map((c) => c.close()));
+    // Give back what was taken over: the previous runtime still runs on it.
+    for (const name of takenNames) previous?.taken.delete(name);
+    await Promise.all(owned.filter((c) => !takenOwned.has(c)).map((c) => c.close()));
     throw error;
   }
-  let defaultStore: Store = stores.default ?? memoryStore();
+  let defaultStore: Store;
+  if (stores.default !== undefined) defaultStore = stores.default;
+  else {
+    defaultStore = takeOver('(default)', 'implicit') ?? memoryStore();
+    mine.stores.set('(default)', { config: 'implicit', store: defaultStore, owned: undefined });
+  }
   if (config.replicas === 'discover') {
     const redisNames = Object.keys(config.stores).filter((n) => config.stores[n]?.type === 'redis');
     const hbName = config.stores.default?.type === 'redis' ? 'default' : redisNames[0];
@@ -175,7 +227,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
   const h = config.http;
   const storeMap = new Map<string, Store>(Object.entries(stores));
   if (stores.default === undefined) storeMap.set('(default)', defaultStore);
-  return {
+  const runtime: ContractRuntime = {
     config,
     stores: storeMap,
     routes,
@@ -194,7 +246,10 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
     },
     close: async () => {
       for (const l of limiters) l.close();
-      await Promise.all(owned.map((c) => c.close()));
+      const handedOn = new Set([...mine.taken].map((name) => mine.stores.get(name)?.owned));
+      await Promise.all(owned.filter((c) => !handedOn.has(c)).map((c) => c.close()));
     },
   };
+  handovers.set(runtime, mine);
+  return runtime;
 }

@@ -3,7 +3,7 @@ export { resolveResponseOptions, type ResponseOptions, type ResolvedResponseOpti
 export { policyField, rateLimitField, legacyPolicyField, draft7RateLimitField, draft6Fields, type AdvertisedLimit } from './fields.js';
 export { PROBLEM_TYPES, PROBLEM_MEDIA_TYPE, problemBody, type ProblemDetails } from './problem.js';
 export { retryAfterSeconds } from './retry-after.js';
-export { clientAddress, ipKey, resolveClientIp, resolveIpOptions, type IpOptions, type ResolvedIpOptions, type TrustProxy } from './ip.js';
+export { clientAddress, ipKey, resolveClientIp, resolveIpOptions, trustsPeer, type IpOptions, type ResolvedIpOptions, type TrustProxy } from './ip.js';
 export { parseIp, formatIp, maskIp, parseCidr, cidrContains, type IpAddress, type Cidr } from './ip-address.js';
 export { parseForwarded, parseXForwardedFor, stripPort, type HeaderRecord } from './forwarded.js';
 export { readNodeBody, readWebBody, parseJsonBody, declaredLength, isJsonOrUntyped, DEFAULT_MAX_BODY_BYTES, type BodyRead } from './body.js';

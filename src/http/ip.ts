@@ -155,3 +155,19 @@ export function resolveClientIp(remote: string | undefined, headers: HeaderRecor
 /** Socket address -> `ip` key, per resolved options, when no proxy is trusted. Cleared when full, so a flood of addresses cannot grow it. */
 const peerKeys = new WeakMap<ResolvedIpOptions, Map<string, string | null>>();
 const PEER_CACHE_SIZE = 4096;
+
+/**
+ * A predicate: whether the socket peer `remote` is a proxy `trustProxy`
+ * trusts (so what it says about the request, such as a principal header,
+ * may be believed). With a hop count, any peer is trusted; with no
+ * `trustProxy`, none. Throws `ConfigError` for an invalid `trustProxy`.
+ */
+export function trustsPeer(trustProxy: TrustProxy | undefined): (remote: string | undefined) => boolean {
+  const { trust } = resolveIpOptions({ trustProxy });
+  if (trust.kind === 'none') return () => false;
+  if (trust.kind === 'hops') return (remote) => remote !== undefined;
+  return (remote) => {
+    const ip = remote === undefined ? undefined : parseIp(remote);
+    return ip !== undefined && trusted(trust.cidrs, ip);
+  };
+}

@@ -169,6 +169,7 @@ const PINNED: Record<string, readonly string[]> = {
     'retryAfterSeconds',
     'sleep',
     'stripPort',
+    'trustsPeer',
     'unavailableResponse',
     'usesBody',
   ],

@@ -14,7 +14,7 @@ afterAll(async () => {
 });
 
 /** Every subcommand the CLI has; each must answer --help. */
-const SUBCOMMANDS = ['simulate', 'replay'];
+const SUBCOMMANDS = ['serve', 'simulate', 'replay'];
 
 describe('ratecontract help', () => {
   it.each([[[]], [['help']], [['--help']], [['-h']]])('%j lists every command on stdout and exits 0', async (args) => {

@@ -157,3 +157,16 @@ describe('client address resolution', () => {
     }
   });
 });
+
+describe('trustsPeer', () => {
+  it('trusts peers in the CIDRs and presets, any peer with a hop count, none without trustProxy', async () => {
+    const { trustsPeer } = await import('../../src/http/index.js');
+    const loop = trustsPeer('loopback');
+    expect([loop('127.0.0.1'), loop('::1'), loop('::ffff:127.0.0.1'), loop('10.0.0.1'), loop(undefined)]).toEqual([true, true, true, false, false]);
+    const nets = trustsPeer(['10.0.0.0/8']);
+    expect([nets('10.1.2.3'), nets('11.0.0.1'), nets('not an ip')]).toEqual([true, false, false]);
+    expect(trustsPeer(2)('203.0.113.9')).toBe(true);
+    expect(trustsPeer(undefined)('127.0.0.1')).toBe(false);
+    expect(() => trustsPeer('nonsense')).toThrow(ConfigError);
+  });
+});

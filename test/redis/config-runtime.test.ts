@@ -1,66 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildRuntime, demoConfig, parseConfig, type ContractRuntime } from '../../src/config/index.js';
-import { ManualClock } from '../../src/index.js';
+import { buildRuntime, parseConfig, type ContractRuntime } from '../../src/config/index.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
 
-describe('buildRuntime on the demo contract', () => {
-  it('builds one limiter per chain, an explicit unlimited route, and no route for unknown paths', async () => {
-    const rt = await buildRuntime(demoConfig(), { clock: new ManualClock(0) });
-    try {
-      const otp = rt.route('POST', '/otp/send?x=1');
-      expect(otp?.value.config.match).toBe('POST /otp/send');
-      expect(otp?.value.limiter?.limits.map((l) => l.name)).toEqual(['otp-recipient', 'otp-tenant', 'otp-ip', 'otp-global']);
-      const health = rt.route('GET', '/health');
-      expect(health?.value.config.limits).toEqual([]);
-      expect(health?.value.limiter).toBeUndefined();
-      expect(rt.route('GET', '/nowhere')).toBeUndefined();
-      expect(rt.route('HEAD', '/search')?.value.config.match).toBe('GET /search');
-      expect([...rt.stores.keys()].sort()).toEqual(['(default)', 'abuse', 'shared']);
-      expect(rt.guardOptions).toEqual({ trustProxy: 'loopback', advertise: 'authenticated' });
-      // The per-recipient limit: 3 per 15 minutes for one phone, from any address.
-      const limiter = otp?.value.limiter;
-      const statuses: number[] = [];
-      for (let i = 0; i < 4; i++) statuses.push((await limiter?.check({ ip: `192.0.2.${i}`, body: { phone: '+15550100' } }))?.status ?? 0);
-      expect(statuses).toEqual([200, 200, 200, 429]);
-      expect((await limiter?.check({ ip: '192.0.2.9', body: { phone: '+15550199' } }))?.status).toBe(200);
-    } finally {
-      await rt.close();
-    }
-  });
-
-  it('a limit used by two routes is one budget, and routes keep their own chains', async () => {
-    const c = parseConfig(
-      `limits:
-  - { name: per-ip, purpose: shedding, limit: 2, window: 1m, key: ip }
-  - { name: writes, purpose: shedding, limit: 100, window: 1m, key: ip }
-routes:
-  - { match: GET /a, limits: [per-ip] }
-  - { match: POST /b, limits: [writes, per-ip] }
-`,
-      { file: 'shared.yaml' },
-    );
-    const rt = await buildRuntime(c, { clock: new ManualClock(0) });
-    try {
-      const a = rt.route('GET', '/a')?.value.limiter;
-      const b = rt.route('POST', '/b')?.value.limiter;
-      expect((await a?.check({ ip: '198.51.100.1' }))?.allowed).toBe(true);
-      expect((await b?.check({ ip: '198.51.100.1' }))?.allowed).toBe(true);
-      const third = await a?.check({ ip: '198.51.100.1' });
-      expect(third?.allowed).toBe(false);
-      expect(third?.limit).toBe('per-ip');
-      expect(b?.limits.map((l) => l.name)).toEqual(['writes', 'per-ip']);
-    } finally {
-      await rt.close();
-    }
-  });
-
-  it('builds memory stores with their bounds', async () => {
-    const rt = await buildRuntime(parseConfig('stores:\n  m: { type: memory, maxKeys: 10, overflowSlots: 4 }\nlimits: []\nroutes: []\n', { file: 'm.yaml' }));
-    expect(rt.stores.get('m')).toMatchObject({ kind: 'memory', maxKeys: 10, overflowSlots: 4 });
-    await rt.close();
-  });
-});
-
+// Moved from test/config/runtime.test.ts: unit tests run without Redis (the lint rule on test/**).
 describe('buildRuntime with Redis stores', () => {
   let redis: RedisServer;
   beforeAll(async () => {
@@ -118,3 +60,4 @@ routes:
     }
   });
 });
+

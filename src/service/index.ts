@@ -1,0 +1,4 @@
+export { startService, type ServiceOptions, type RunningService } from './service.js';
+export { ReverseProxy, type ReverseProxyOptions } from './proxy.js';
+export { identifyFrom, type Identify } from './identify.js';
+export { demoHandler } from './demo.js';

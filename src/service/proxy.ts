@@ -1,0 +1,252 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { connect as netConnect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
+import { Pool } from 'undici';
+
+/** Hop-by-hop fields (RFC 9110 section 7.6.1, and the older Proxy-Connection): never forwarded, either way. */
+const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'te', 'transfer-encoding', 'upgrade']);
+
+/** Problem details of a gateway error. */
+function gatewayProblem(status: 502 | 504, detail: string): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: status === 502 ? 'Bad Gateway' : 'Gateway Timeout',
+    status,
+    detail,
+  });
+  return { body, headers: { 'content-type': 'application/problem+json', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' } };
+}
+
+/** The names a `Connection` field lists (they are hop-by-hop for this message). */
+function connectionNames(value: string | string[] | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+    for (const t of v.split(',')) {
+      const n = t.trim().toLowerCase();
+      if (n !== '') out.add(n);
+    }
+  }
+  return out;
+}
+
+/** Options of `ReverseProxy`. */
+export interface ReverseProxyOptions {
+  /** The upstream origin, optionally with a base path (`http://127.0.0.1:8080/api`). */
+  readonly upstream: URL;
+  /** Bound on waiting for the upstream's response headers, and on every pause in a body. */
+  readonly timeoutMs: number;
+  /** Most connections kept to the upstream. Default 128. */
+  readonly connections?: number | undefined;
+}
+
+/** What kind of failure a proxied exchange met, for the answer and the log. */
+function classify(error: unknown): 'timeout' | 'down' {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' ? 'timeout' : 'down';
+}
+
+/**
+ * A streaming reverse proxy to one upstream over a keep-alive pool (undici):
+ * bodies are streamed both ways, hop-by-hop fields are dropped, the
+ * forwarding fields are added, and the upstream's status, fields and
+ * trailers are passed back. `Upgrade` requests are piped as raw sockets.
+ */
+export class ReverseProxy {
+  readonly #pool: Pool;
+  readonly #upstream: URL;
+  readonly #base: string;
+  readonly #timeoutMs: number;
+  readonly #tunnels = new Set<Duplex>();
+
+  constructor(options: ReverseProxyOptions) {
+    this.#upstream = options.upstream;
+    this.#base = options.upstream.pathname.replace(/\/+$/, '');
+    this.#timeoutMs = options.timeoutMs;
+    this.#pool = new Pool(options.upstream.origin, {
+      connections: options.connections ?? 128,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: { timeout: options.timeoutMs },
+      keepAliveTimeout: 4_000,
+    });
+  }
+
+  /** The request's fields as sent upstream: flat name/value pairs, without hop-by-hop fields, with the forwarding fields. */
+  #requestHeaders(req: IncomingMessage, upgrade: boolean): string[] {
+    const named = connectionNames(req.headers.connection);
+    const out: string[] = [];
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string;
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || named.has(lower)) continue;
+      // Host is the upstream's (the client's is in X-Forwarded-Host); undici refuses Expect (Node answered 100-continue already).
+      if (lower === 'host' || lower === 'expect' || lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
+      out.push(name, raw[i + 1] as string);
+    }
+    const prior = req.headers['x-forwarded-for'];
+    const peer = req.socket.remoteAddress ?? 'unknown';
+    out.push('x-forwarded-for', prior === undefined || prior === '' ? peer : `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}`);
+    out.push('x-forwarded-proto', 'http');
+    if (req.headers.host !== undefined) out.push('x-forwarded-host', req.headers.host);
+    if (upgrade) {
+      out.push('connection', 'upgrade');
+      if (req.headers.upgrade !== undefined) out.push('upgrade', req.headers.upgrade);
+    }
+    return out;
+  }
+
+  #path(req: IncomingMessage): string {
+    const url = req.url ?? '/';
+    return this.#base + (url.startsWith('/') ? url : `/${url}`);
+  }
+
+  /**
+   * Forwards one request. `body` is the request body when something already
+   * read it (a limit keyed on `body.*`), else the request stream is piped.
+   * Never rejects: failures are answered 502 or 504 when nothing was sent
+   * yet, else the client connection is cut.
+   */
+  async forward(req: IncomingMessage, res: ServerResponse, body: Uint8Array | undefined): Promise<void> {
+    const hasBody = body !== undefined || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableFinished) abort.abort();
+    };
+    res.once('close', onClose);
+    const headers = this.#requestHeaders(req, false);
+    let requestBody: Uint8Array | IncomingMessage | null = null;
+    if (body !== undefined) {
+      requestBody = body;
+      // The bytes the guard read: their own length (the client's framing field is gone with the stream).
+      for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).toLowerCase() === 'content-length') headers[i + 1] = String(body.byteLength);
+    } else if (hasBody) requestBody = req;
+    let answer;
+    try {
+      answer = await this.#pool.request({
+        method: req.method ?? 'GET',
+        path: this.#path(req),
+        headers,
+        body: requestBody,
+        signal: abort.signal,
+      });
+    } catch (error) {
+      res.off('close', onClose);
+      if (abort.signal.aborted) return;
+      const kind = classify(error);
+      this.#fail(res, kind === 'timeout' ? 504 : 502, kind === 'timeout' ? `the upstream did not answer within ${this.#timeoutMs} ms` : 'the upstream could not be reached');
+      return;
+    }
+    const { statusCode, headers: upHeaders, body: upBody, trailers } = answer;
+    const named = connectionNames(upHeaders.connection);
+    const out: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(upHeaders)) {
+      if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
+      out[name] = value;
+    }
+    if (res.destroyed) {
+      upBody.destroy();
+      return;
+    }
+    res.writeHead(statusCode, out);
+    await new Promise<void>((resolve) => {
+      const finish = (): void => {
+        res.off('drain', onDrain);
+        resolve();
+      };
+      const onDrain = (): void => {
+        upBody.resume();
+      };
+      res.on('drain', onDrain);
+      upBody.on('data', (chunk: Buffer) => {
+        if (!res.write(chunk)) upBody.pause();
+      });
+      upBody.once('end', () => {
+        // undici fills `trailers` before the body ends.
+        const names = Object.keys(trailers);
+        if (names.length > 0) {
+          const t: Record<string, string> = {};
+          for (const n of names) {
+            const v = trailers[n];
+            if (v !== undefined) t[n] = Array.isArray(v) ? v.join(', ') : v;
+          }
+          res.addTrailers(t);
+        }
+        res.end(finish);
+      });
+      upBody.once('error', () => {
+        // Mid-body: the status is gone; cutting the connection is the only honest signal.
+        res.destroy();
+        finish();
+      });
+      res.once('close', () => {
+        if (!res.writableFinished) upBody.destroy();
+        finish();
+      });
+    });
+    res.off('close', onClose);
+  }
+
+  #fail(res: ServerResponse, status: 502 | 504, detail: string): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const p = gatewayProblem(status, detail);
+    res.writeHead(status, p.headers);
+    res.end(p.body);
+  }
+
+  /** Pipes an `Upgrade` request (WebSocket and the like) to the upstream as raw sockets, once the guard let it through. */
+  upgrade(req: IncomingMessage, client: Duplex, head: Buffer): void {
+    const u = this.#upstream;
+    const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    const upstream: Socket = u.protocol === 'https:' ? tlsConnect({ host, port, servername: host }) : netConnect({ host, port });
+    this.#tunnels.add(client);
+    let connected = false;
+    const timer = setTimeout(() => upstream.destroy(Object.assign(new Error('connect timeout'), { code: 'UND_ERR_CONNECT_TIMEOUT' })), this.#timeoutMs);
+    timer.unref();
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      this.#tunnels.delete(client);
+      upstream.destroy();
+      client.destroy();
+    };
+    upstream.once('error', (error) => {
+      if (!connected && client.writable) {
+        const kind = classify(error);
+        const p = gatewayProblem(kind === 'timeout' ? 504 : 502, kind === 'timeout' ? 'the upstream did not answer in time' : 'the upstream could not be reached');
+        const fields = Object.entries({ ...p.headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+        client.end(`HTTP/1.1 ${kind === 'timeout' ? '504 Gateway Timeout' : '502 Bad Gateway'}\r\n${fields}\r\n${p.body}`);
+        clearTimeout(timer);
+        this.#tunnels.delete(client);
+        return;
+      }
+      cleanup();
+    });
+    client.once('error', cleanup);
+    client.once('close', cleanup);
+    upstream.once('close', cleanup);
+    upstream.once(u.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      connected = true;
+      clearTimeout(timer);
+      const fields = this.#requestHeaders(req, true);
+      fields.push('host', u.host);
+      let text = `${req.method ?? 'GET'} ${this.#path(req)} HTTP/1.1\r\n`;
+      for (let i = 0; i < fields.length; i += 2) text += `${fields[i] as string}: ${fields[i + 1] as string}\r\n`;
+      upstream.write(text + '\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+  }
+
+  /** Closes the pool and every piped upgrade. */
+  async close(): Promise<void> {
+    for (const t of this.#tunnels) t.destroy();
+    this.#tunnels.clear();
+    await this.#pool.close().catch(() => undefined);
+  }
+}
