@@ -77,7 +77,11 @@ describe('ratecontract serve (no arguments but --port 0): the demo API', () => {
       Array.from({ length: 150 }, (_, i) => otp(s.url, `+1555900${String(i).padStart(4, '0')}`, { 'x-forwarded-for': `198.51.${Math.floor(i / 250)}.${i % 250}` })),
     );
     const rejected = answers.filter((a) => a.status === 503);
-    expect(answers.filter((a) => a.status === 202).length).toBeGreaterThanOrEqual(50);
+    // otp-global admits 50 per second: earlier tests in this file may have spent a few of this second's 50, and the
+    // requests can straddle a refill, so the admitted count is near 50, never near 150.
+    const admitted = answers.filter((a) => a.status === 202).length;
+    expect(admitted).toBeGreaterThanOrEqual(40);
+    expect(admitted).toBeLessThanOrEqual(75);
     expect(rejected.length).toBeGreaterThan(0);
     expect(answers.every((a) => a.status === 202 || a.status === 503)).toBe(true);
     const one = rejected[0] as Response;
@@ -114,7 +118,7 @@ describe('ratecontract serve (no arguments but --port 0): the demo API', () => {
     expect(await stats.json()).toBeTypeOf('object');
     const page = await fetch(`${admin}/`);
     expect(page.headers.get('content-type')).toContain('text/html');
-    expect(await page.text()).toContain('/stats.json');
+    expect(await page.text()).toContain('stats.json');
     expect((await fetch(`${admin}/nope`)).status).toBe(404);
   });
 
