@@ -91,5 +91,7 @@ export {
   type FallbackEvent,
   type FailClosedEvent,
   type KeyErrorEvent,
+  type ListErrorEvent,
   type ReplicasEvent,
 } from './core/events.js';
+export { AccessList, type AccessEntry, type AccessPredicate, type LimiterLists } from './core/access-list.js';

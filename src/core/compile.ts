@@ -2,6 +2,7 @@ import { algorithms } from '../algorithms/registry.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
+import { AccessList, type ListCounter } from './access-list.js';
 import { compileKey } from './keys.js';
 import { didYouMean } from './suggest.js';
 import type { CompiledLimit, LimitDefinition, OnError, Purpose } from './types.js';
@@ -12,7 +13,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest product of a count and a window we accept, so all algorithm arithmetic stays exact in doubles (and in Lua). */
@@ -40,7 +41,7 @@ function optionalText(v: unknown, option: string): string | undefined {
 }
 
 /** Validates one definition and normalises it. Throws `ConfigError` naming the option. */
-export function compileLimit(def: LimitDefinition, at: string, storeNames: ReadonlySet<string>): CompiledLimit {
+export function compileLimit(def: LimitDefinition, at: string, storeNames: ReadonlySet<string>, counter: ListCounter = { entries: 0 }): CompiledLimit {
   if (def === null || typeof def !== 'object') {
     throw new ConfigError('RC_INVALID_OPTION', at, 'a limit definition must be an object');
   }
@@ -121,18 +122,20 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     countRejected: optionalBoolean(def.countRejected, `${where}countRejected`),
     status: def.status ?? (keySpec === 'global' ? 503 : 429),
     failClosedAfterMs,
+    allow: new AccessList('allow', name, counter, def.allow, `${where}allow`),
+    deny: new AccessList('deny', name, counter, def.deny, `${where}deny`),
     id: `${name}:${algorithm}`,
   };
 }
 
 /** Validates a whole chain: at least one limit, unique names. */
-export function compileLimits(defs: readonly LimitDefinition[], storeNames: ReadonlySet<string>): CompiledLimit[] {
+export function compileLimits(defs: readonly LimitDefinition[], storeNames: ReadonlySet<string>, counter: ListCounter = { entries: 0 }): CompiledLimit[] {
   if (!Array.isArray(defs) || defs.length === 0) {
     throw new ConfigError('RC_INVALID_OPTION', 'limits', 'must be a non-empty array of limit definitions');
   }
   const seen = new Set<string>();
   return defs.map((def: LimitDefinition, i) => {
-    const compiled = compileLimit(def, `limits[${i}]`, storeNames);
+    const compiled = compileLimit(def, `limits[${i}]`, storeNames, counter);
     if (seen.has(compiled.name)) {
       throw new ConfigError('RC_DUPLICATE_NAME', `limits[${i}].name`, `duplicate limit name ${JSON.stringify(compiled.name)}; names must be unique`);
     }

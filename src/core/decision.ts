@@ -22,7 +22,7 @@ export class CheckDecision implements Decision {
   }
 
   readonly allowed: boolean;
-  readonly status: 200 | 429 | 503;
+  readonly status: 200 | 403 | 429 | 503;
   readonly outcome: Outcome;
   readonly limit: string | undefined;
   readonly retryAfterMs: number;
@@ -32,7 +32,7 @@ export class CheckDecision implements Decision {
 
   constructor(
     allowed: boolean,
-    status: 200 | 429 | 503,
+    status: 200 | 403 | 429 | 503,
     outcome: Outcome,
     limit: string | undefined,
     retryAfterMs: number,

@@ -1,3 +1,4 @@
+import type { AccessEntry, LimiterLists } from './access-list.js';
 import type { Clock } from './clock.js';
 import type { StoreHealth } from './store-circuit.js';
 import type { Store, SyncStore } from './store.js';
@@ -31,6 +32,15 @@ export interface LimiterOptions<Ctx = RequestContext> {
    * memory store. Default 100,000.
    */
   readonly fallbackMaxKeys?: number | undefined;
+  /**
+   * Requests that skip the whole chain (outcome `'allowed-list'`): addresses
+   * or CIDRs matched against `ctx.ip`, `{ principal }`, or functions of the
+   * context. Checked before any store call; `limiter.lists.allow` changes it
+   * at run time. A deny list wins over every allow list.
+   */
+  readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
+  /** Requests refused with 403 (outcome `'denied'`) before any store call; `limiter.lists.deny` changes it at run time. */
+  readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
 }
 
 /** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
@@ -41,7 +51,7 @@ export interface LocalStores {
   newFallbackStore(maxKeys: number): SyncStore;
 }
 
-export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys'];
+export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys', 'allow', 'deny'];
 
 /** Raw keys of a decision, attached only when `check` is asked for them (`WANT_KEYS`): for partition keys in headers. */
 export const DECISION_KEYS: unique symbol = Symbol('ratecontract.decisionKeys');
@@ -72,6 +82,8 @@ export interface Limiter<Ctx = RequestContext> {
    * adapters and hot loops that can skip a promise per request.
    */
   checkSync(ctx: Ctx, options?: CheckOptions): Decision | undefined;
+  /** The allow and deny lists (the limiter's and each limit's), changeable at run time. */
+  readonly lists: LimiterLists<Ctx>;
   /** The replica count k that `degraded` limits currently divide by. */
   readonly replicas: number;
   /** Circuit breaker state per store name (`'(default)'` for the default store). */

@@ -1,4 +1,5 @@
 import type { AlgorithmName, AlgorithmParams } from '../algorithms/types.js';
+import type { AccessEntry, AccessList } from './access-list.js';
 import type { Duration } from './duration.js';
 
 /** Why a limit exists. `abuse`: make an attack uneconomical (a security control). `shedding`: protect capacity. */
@@ -88,6 +89,10 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly status?: 429 | 503 | undefined;
   /** `closed` only: continuous store failure after which the limit rejects with 503. Default `'30s'`; 0 means at once. */
   readonly failClosedAfter?: Duration | undefined;
+  /** Requests this limit lets through unmetered (addresses/CIDRs, `{ principal }`, functions); `limiter.lists.of(name).allow` changes it at run time. */
+  readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
+  /** Requests this limit refuses with 403 before any store call; `limiter.lists.of(name).deny` changes it at run time. */
+  readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
 }
 
 /** A validated, normalised limit. */
@@ -107,6 +112,10 @@ export interface CompiledLimit {
   readonly countRejected: boolean;
   readonly status: 429 | 503;
   readonly failClosedAfterMs: number;
+  /** This limit's allow list (skips the limit). */
+  readonly allow: AccessList;
+  /** This limit's deny list (403 for the whole request). */
+  readonly deny: AccessList;
   /** Identifies this limit's state in a store: name and algorithm, so a changed algorithm never reads old state. */
   readonly id: string;
 }
@@ -132,18 +141,20 @@ export interface LimitResult {
   readonly purpose: Purpose;
   /** Set when this limit was decided by its fail mode. */
   readonly failMode?: OnError | undefined;
+  /** Set when an allow or deny list decided this limit (the limiter's own or the limit's): it was not metered. */
+  readonly listed?: 'allow' | 'deny' | undefined;
 }
 
 /** The overall verdict. */
-export type Outcome = 'allowed' | 'rejected' | 'shadow-rejected' | 'fail-open' | 'degraded' | 'fail-closed';
+export type Outcome = 'allowed' | 'rejected' | 'shadow-rejected' | 'fail-open' | 'degraded' | 'fail-closed' | 'denied' | 'allowed-list';
 
 /** The answer to `limiter.check()`. */
 export interface Decision {
   readonly allowed: boolean;
-  /** 200 when allowed; 429 or 503 when rejected. */
-  readonly status: 200 | 429 | 503;
+  /** 200 when allowed; 429 or 503 when rejected; 403 when a deny list matched (outcome `'denied'`). */
+  readonly status: 200 | 403 | 429 | 503;
   readonly outcome: Outcome;
-  /** Name of the deciding limit when rejected (the first, most specific, rejecting limit). */
+  /** Name of the deciding limit when rejected (the first, most specific, rejecting limit; for `'denied'`, the limit whose deny list matched, `undefined` for the limiter's own). */
   readonly limit: string | undefined;
   /** Earliest time (ms from now) at which the whole chain would admit the same request; 0 if allowed; `Infinity` if never. */
   readonly retryAfterMs: number;

@@ -57,6 +57,29 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
 
     const perIp = (limit: number, window: LimitDefinition['window'] = '1m'): LimitDefinition => ({ name: 'per-ip', purpose: 'abuse', limit, window, key: 'ip' });
 
+    it('answers a denied client 403 problem+json without Retry-After; an allow-listed one skips the limit; lists change at run time', async () => {
+      const f = await start([perIp(1)], { advertise: 'always' });
+      f.limiter.lists.deny.add('127.0.0.1');
+      for (let i = 0; i < 3; i++) {
+        const r = await raw(f.app.url, '/hello');
+        expect(r.status).toBe(403);
+        expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(r.headers['retry-after']).toBeUndefined();
+        expect(r.headers['ratelimit-policy']).toBeUndefined();
+        expect(JSON.parse(r.body)).toMatchObject({ status: 403, title: 'Forbidden' });
+      }
+      f.limiter.lists.deny.clear();
+      f.limiter.lists.allow.add('127.0.0.0/8');
+      for (let i = 0; i < 3; i++) {
+        const r = await raw(f.app.url, '/hello');
+        expect(r.status).toBe(200);
+        expect(r.headers['x-outcome']).toBe('allowed-list');
+      }
+      f.limiter.lists.allow.clear();
+      expect((await raw(f.app.url, '/hello')).status).toBe(200);
+      expect((await raw(f.app.url, '/hello')).status).toBe(429);
+    });
+
     it('lets a request through, exposes the decision, and tells an anonymous caller nothing', async () => {
       const { app } = await start([perIp(5)]);
       const r = await fetch(`${app.url}/hello`);

@@ -14,6 +14,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const PINNED: Record<string, readonly string[]> = {
   '.': [
+    'AccessEntry',
+    'AccessList',
+    'AccessPredicate',
     'Algorithm',
     'AlgorithmName',
     'AlgorithmParams',
@@ -44,6 +47,8 @@ const PINNED: Record<string, readonly string[]> = {
     'FixedWindowState',
     'GcraState',
     'KeyErrorEvent',
+    'LimiterLists',
+    'ListErrorEvent',
     'KeyFunction',
     'KeySpec',
     'LeakyBucketState',
@@ -143,6 +148,7 @@ const PINNED: Record<string, readonly string[]> = {
     'declaredLength',
     'draft6Fields',
     'draft7RateLimitField',
+    'forbiddenResponse',
     'formatIp',
     'ipKey',
     'isAdvertising',

@@ -11,7 +11,9 @@
  *
  * and each must give the same whole decision (as JSON), publish the same
  * decision and key-error events, and run every key function exactly once
- * per check.
+ * per check (never for a limit an allow or deny list decided: lists match
+ * at random, the limiter's deny and allow lists and the first limit's allow
+ * list).
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import fc from 'fast-check';
@@ -100,6 +102,8 @@ interface Step {
   readonly fn: 'key' | 'absent' | 'throw';
   readonly cost: number | undefined;
   readonly fail: boolean;
+  /** Which list matches this request: none, the limiter's deny or allow list, or the first limit's allow list. */
+  readonly list: 'none' | 'deny' | 'allow' | 'allow-l0';
 }
 
 const limitSpec = fc.record({
@@ -115,6 +119,7 @@ const step = fc.record({
   fn: fc.constantFrom<'key' | 'absent' | 'throw'>('key', 'key', 'absent', 'throw'),
   cost: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
   fail: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
+  list: fc.constantFrom<Step['list']>('none', 'none', 'none', 'deny', 'allow', 'allow-l0'),
 });
 
 /** One entry point under test: its limiter, how it checks, and the key-function calls it made. */
@@ -134,6 +139,7 @@ function definitions(specs: readonly LimitSpec[], calls: number[], current: () =
     limit: l.limit,
     window: 1000,
     shadow: l.shadow,
+    ...(i === 0 ? { allow: [() => current().list === 'allow-l0'] } : {}),
     ...(l.algorithm === 'leaky-bucket' && l.queue ? { mode: 'queue' as const } : {}),
     ...(['token-bucket', 'leaky-bucket', 'gcra'].includes(l.algorithm) ? { burst: l.limit + 1 } : {}),
     key:
@@ -158,7 +164,13 @@ describe('every entry point makes the same decision, events and key-function cal
         const make = (name: string, storeOf: (f: Failing) => Store, how: 'check' | 'sync'): void => {
           const failing = new FailingMemoryStore();
           const calls: number[] = [];
-          const limiter = createLimiter({ clock, store: storeOf(failing), limits: definitions(specs, calls, () => current) });
+          const limiter = createLimiter({
+            clock,
+            store: storeOf(failing),
+            limits: definitions(specs, calls, () => current),
+            deny: [() => current.list === 'deny'],
+            allow: [() => current.list === 'allow'],
+          });
           lanes.push({
             name,
             limiter,
@@ -195,9 +207,10 @@ describe('every entry point makes the same decision, events and key-function cal
               const before = [...lane.calls];
               active = j;
               decisions.push(JSON.stringify(await lane.check({ ip: s.ip }, s.cost)));
-              // Each key function ran exactly once for this check.
+              // Each key function ran exactly once for this check (never for a limit the lists decided).
               specs.forEach((l, i) => {
-                if (l.key === 'fn') expect((lane.calls[i] ?? 0) - (before[i] ?? 0), `${lane.name}: key function l${i}`).toBe(1);
+                const listed = s.list === 'deny' || s.list === 'allow' || (s.list === 'allow-l0' && i === 0);
+                if (l.key === 'fn') expect((lane.calls[i] ?? 0) - (before[i] ?? 0), `${lane.name}: key function l${i}`).toBe(listed ? 0 : 1);
               });
             }
             for (const [j, d] of decisions.entries()) expect(d, `${(lanes[j] as Lane).name} vs fast check`).toBe(decisions[0]);
