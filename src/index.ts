@@ -14,6 +14,7 @@ export type {
   CheckOptions,
   CompiledLimit,
   Decision,
+  CostFunction,
   KeyFunction,
   KeySpec,
   LimitDefinition,
@@ -92,6 +93,7 @@ export {
   type FailClosedEvent,
   type KeyErrorEvent,
   type ListErrorEvent,
+  type CostErrorEvent,
   type ReplicasEvent,
 } from './core/events.js';
 export { AccessList, type AccessEntry, type AccessPredicate, type LimiterLists } from './core/access-list.js';

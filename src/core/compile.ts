@@ -5,7 +5,15 @@ import { ConfigError } from './errors.js';
 import { AccessList, type ListCounter } from './access-list.js';
 import { compileKey } from './keys.js';
 import { didYouMean } from './suggest.js';
-import type { CompiledLimit, LimitDefinition, OnError, Purpose } from './types.js';
+import type { CompiledLimit, LimitDefinition, OnError, Purpose, RequestContext } from './types.js';
+
+/** `costFromContentLength`: the declared Content-Length, at least 1; throws when there is no valid one. */
+function contentLengthCost(ctx: RequestContext): number {
+  const v = ctx.headers?.['content-length'];
+  const text = typeof v === 'string' ? v : v?.[0];
+  if (typeof text !== 'string' || !/^\d{1,15}$/.test(text)) throw new TypeError('costFromContentLength: the request declares no valid Content-Length');
+  return Math.max(1, Number(text));
+}
 
 /** What a limit, store or other name must match. */
 export const NAME_PATTERN = /^[a-z0-9_-]{1,64}$/;
@@ -13,7 +21,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest product of a count and a window we accept, so all algorithm arithmetic stays exact in doubles (and in Lua). */
@@ -91,7 +99,11 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     throw new ConfigError('RC_INVALID_WINDOW', `${where}window`, `limit/burst times window (ms) must stay below 2^49 for exact integer arithmetic; got ${Math.max(limit, burst)} x ${windowMs}`);
   }
   const params = { limit, windowMs, burst, queue: def.mode === 'queue' };
-  const cost = def.cost === undefined ? 1 : positiveInt(def.cost, 'RC_INVALID_COST', `${where}cost`);
+  const fromLength = optionalBoolean(def.costFromContentLength, `${where}costFromContentLength`);
+  if (fromLength && def.cost !== undefined) throw new ConfigError('RC_INVALID_COST', `${where}costFromContentLength`, 'applies without `cost`: the cost is the declared Content-Length');
+  const costFn = typeof def.cost === 'function' ? def.cost : undefined;
+  const costOf = fromLength ? contentLengthCost : costFn;
+  const cost = def.cost === undefined || costFn !== undefined ? 1 : positiveInt(def.cost, 'RC_INVALID_COST', `${where}cost`);
   if (cost > algo.capacity(params)) {
     throw new ConfigError('RC_BURST_BELOW_COST', `${where}${algo.usesBurst ? 'burst' : 'limit'}`, `${algo.usesBurst ? 'burst' : 'limit'} ${algo.capacity(params)} is below the cost ${cost} of one request: no request could ever be admitted`);
   }
@@ -115,6 +127,8 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     keySpec: typeof keySpec === 'function' ? 'function' : keySpec,
     key,
     cost,
+    costOf,
+    costSpec: fromLength ? 'content-length' : costFn !== undefined ? 'function' : 'static',
     reason: optionalText(def.reason, `${where}reason`),
     acknowledgeFailOpen,
     shadow: optionalBoolean(def.shadow, `${where}shadow`),

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { AccessList, type LimiterLists, type ListCounter } from './access-list.js';
+import { algorithms } from '../algorithms/registry.js';
 import { figures } from '../algorithms/types.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { costErrorChannel, decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { startDiscovery } from './discovery.js';
 import { DECISION_KEYS, OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
@@ -208,11 +209,12 @@ class ChainLimiter implements Limiter {
    */
   #checkFast(fast: { readonly limit: CompiledLimit; readonly store: SingleOpStore; readonly group: Group }, ctx: RequestContext, options: CheckOptions | undefined): Decision {
     const limit = fast.limit;
-    const cost = options?.cost === undefined ? limit.cost : validCost(options.cost);
+    const override = options?.cost === undefined ? undefined : validCost(options.cost);
     const now = this.#clock.now();
     const raw = this.#key(limit, ctx);
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? [raw === KEY_ERROR ? undefined : raw] : undefined;
     if (raw === undefined) return this.#decide(NO_OPS, [undefined], undefined, now, keys);
+    const cost = override ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx));
     const key = boundKey(raw);
     const f = this.#figures;
     try {
@@ -233,6 +235,26 @@ class ChainLimiter implements Limiter {
     results[0] = r;
     // The ops are read only for leases, which the fast path never holds.
     return this.#decide(NO_OPS, results, undefined, now, keys);
+  }
+
+  /**
+   * Runs a limit's cost function once. One that throws or returns anything
+   * but a positive integer is reported and costs the limit's capacity + 1:
+   * the strict side (the request is rejected, and can never fit), so a
+   * request that breaks the cost function gains nothing.
+   */
+  #costOf(limit: CompiledLimit, ctx: RequestContext): number {
+    let error: unknown;
+    try {
+      const c = (limit.costOf as (ctx: RequestContext) => number)(ctx);
+      if (Number.isSafeInteger(c) && c >= 1) return c;
+      error = new TypeError(`cost function of limit "${limit.name}" must return a positive integer, got ${typeof c === 'number' ? String(c) : typeof c}`);
+    } catch (thrown) {
+      error = thrown;
+    }
+    const cost = algorithms[limit.algorithm].capacity(limit.params) + 1;
+    if (costErrorChannel.hasSubscribers) costErrorChannel.publish({ limit: limit.name, error, cost });
+    return cost;
   }
 
   /** Runs a limit's key function once; a throwing one is reported and counted under a shared key. */
@@ -269,7 +291,7 @@ class ChainLimiter implements Limiter {
       ops[i] = {
         limit,
         key: boundKey(raw),
-        cost: costOverride ?? limit.cost,
+        cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };
     }

@@ -37,6 +37,9 @@ export interface RequestContext {
 /** Returns the key for a request, or `undefined` when the limit does not apply to it. Runs once per check. */
 export type KeyFunction<Ctx = RequestContext> = (ctx: Ctx) => string | number | undefined;
 
+/** A limit's cost for one request, from its context. Method-typed, as key functions are accepted for any `Ctx`. */
+export type CostFunction<Ctx = RequestContext> = { cost(ctx: Ctx): number }['cost'];
+
 /** The built-in key extractors, which read `RequestContext` fields. */
 export type BuiltinKey = 'ip' | 'principal' | 'global' | `header.${string}` | `query.${string}` | `body.${string}`;
 
@@ -71,8 +74,22 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly mode?: 'meter' | 'queue' | undefined;
   /** The key extractor. Default `'ip'`. */
   readonly key?: KeySpec<Ctx> | undefined;
-  /** Default cost of one request (a positive integer, default 1); `check(ctx, { cost })` overrides it. */
-  readonly cost?: number | undefined;
+  /**
+   * Cost of one request: a positive integer (default 1), or a synchronous
+   * function of the context (a GraphQL query's complexity, an upload's
+   * bytes). A function that throws or returns anything but a positive
+   * integer costs `burst + 1` (the limit's capacity + 1: rejected, 413 over
+   * HTTP) and is reported on `ratecontract:cost-error`. `check(ctx, { cost })`
+   * overrides either.
+   */
+  readonly cost?: number | CostFunction<Ctx> | undefined;
+  /**
+   * The cost is the request's declared `Content-Length` in bytes (at least
+   * 1), read from `ctx.headers`; advertised as `qu="content-bytes"`. A
+   * request without a valid `Content-Length` is handled like a throwing cost
+   * function. Not with `cost`.
+   */
+  readonly costFromContentLength?: boolean | undefined;
   /** What the number defends. Strongly recommended; `audit` flags limits without one. */
   readonly reason?: string | undefined;
   /** Decide and report (`shadow-rejected`), never enforce. Default false. */
@@ -104,7 +121,12 @@ export interface CompiledLimit {
   readonly params: AlgorithmParams;
   readonly keySpec: string;
   readonly key: (ctx: RequestContext) => string | undefined;
+  /** The static cost (1 when the cost comes from the request). */
   readonly cost: number;
+  /** The cost from the request (a cost function or `costFromContentLength`); throws or returns an invalid cost on error. */
+  readonly costOf: ((ctx: RequestContext) => number) | undefined;
+  /** Where the cost comes from: `'static'`, `'function'` or `'content-length'`. */
+  readonly costSpec: 'static' | 'function' | 'content-length';
   readonly reason: string | undefined;
   readonly acknowledgeFailOpen: string | undefined;
   readonly shadow: boolean;

@@ -89,7 +89,7 @@ export function advertisedLimits(decision: Decision, context: MapContext, o: Res
       name: l.name,
       q,
       w: concurrency ? undefined : Math.max(1, Math.ceil(r.windowMs / 1000)),
-      qu: concurrency ? 'concurrent-requests' : undefined,
+      qu: concurrency ? 'concurrent-requests' : l.costSpec === 'content-length' ? 'content-bytes' : undefined,
       pk,
       r: remaining,
       t,

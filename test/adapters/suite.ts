@@ -80,6 +80,32 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
       expect((await raw(f.app.url, '/hello')).status).toBe(429);
     });
 
+    it('prices a request by its declared Content-Length, advertises qu="content-bytes", and answers a broken cost 413, never 500', async () => {
+      const upload: LimitDefinition = { name: 'upload', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1m', costFromContentLength: true };
+      const f = await start([upload], { advertise: 'always' });
+      const body = JSON.stringify({ pad: 'x'.repeat(50) }); // 60 bytes
+      const post = (b: string): ReturnType<typeof raw> => raw(f.app.url, '/echo', { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(b)) }, body: b });
+      const first = await post(body);
+      expect(first.status).toBe(200);
+      expect(first.headers['ratelimit-policy']).toMatch(/^"upload";q=100;qu="content-bytes";w=60(;|$)/);
+      expect(first.headers['ratelimit']).toMatch(/^"upload";r=40;/);
+      const second = await post(body);
+      expect(second.status).toBe(429);
+      // More than the limit can ever admit: 413, no Retry-After.
+      const huge = await post(JSON.stringify('x'.repeat(99)));
+      expect(huge.status).toBe(413);
+      expect(huge.headers['retry-after']).toBeUndefined();
+      // No Content-Length (chunked): a cost error, answered like a cost that never fits.
+      const chunked = await raw(f.app.url, '/echo', { method: 'POST', body: 'abc', chunked: true });
+      expect(chunked.status).toBe(413);
+    });
+
+    it('answers a throwing cost function 413 (the strict side), never 500', async () => {
+      const f = await start([{ name: 'gql', purpose: 'shedding', limit: 10, window: '1m', cost: () => { throw new Error('parse error'); } }]);
+      const r = await raw(f.app.url, '/hello');
+      expect(r.status).toBe(413);
+    });
+
     it('lets a request through, exposes the decision, and tells an anonymous caller nothing', async () => {
       const { app } = await start([perIp(5)]);
       const r = await fetch(`${app.url}/hello`);

@@ -32,6 +32,8 @@ const PINNED: Record<string, readonly string[]> = {
     'CompiledLimit',
     'ConcurrencyState',
     'ConfigError',
+    'CostErrorEvent',
+    'CostFunction',
     'DEFAULT_DEADLINE_MS',
     'DEFAULT_FAIL_CLOSED_AFTER_MS',
     'DEFAULT_MAX_IN_FLIGHT',

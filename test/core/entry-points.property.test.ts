@@ -93,6 +93,8 @@ interface LimitSpec {
   readonly limit: number;
   /** 'ip': the built-in spec; 'fn': a key function that may return undefined or throw. */
   readonly key: 'ip' | 'fn';
+  /** Whether the limit's cost is a function of the request (which may throw or return an invalid cost). */
+  readonly costFn: boolean;
 }
 
 interface Step {
@@ -104,6 +106,8 @@ interface Step {
   readonly fail: boolean;
   /** Which list matches this request: none, the limiter's deny or allow list, or the first limit's allow list. */
   readonly list: 'none' | 'deny' | 'allow' | 'allow-l0';
+  /** What a cost function returns for this request ('throw': it throws). */
+  readonly fnCost: number | 'throw';
 }
 
 const limitSpec = fc.record({
@@ -112,6 +116,7 @@ const limitSpec = fc.record({
   queue: fc.boolean(),
   limit: fc.integer({ min: 1, max: 4 }),
   key: fc.constantFrom<'ip' | 'fn'>('ip', 'fn'),
+  costFn: fc.boolean(),
 });
 const step = fc.record({
   advance: fc.integer({ min: 0, max: 600 }),
@@ -120,6 +125,7 @@ const step = fc.record({
   cost: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
   fail: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
   list: fc.constantFrom<Step['list']>('none', 'none', 'none', 'deny', 'allow', 'allow-l0'),
+  fnCost: fc.constantFrom<number | 'throw'>(1, 1, 2, 9, 0, 1.5, 'throw'),
 });
 
 /** One entry point under test: its limiter, how it checks, and the key-function calls it made. */
@@ -140,6 +146,15 @@ function definitions(specs: readonly LimitSpec[], calls: number[], current: () =
     window: 1000,
     shadow: l.shadow,
     ...(i === 0 ? { allow: [() => current().list === 'allow-l0'] } : {}),
+    ...(l.costFn
+      ? {
+          cost: (): number => {
+            const c = current().fnCost;
+            if (c === 'throw') throw new Error('cannot price');
+            return c;
+          },
+        }
+      : {}),
     ...(l.algorithm === 'leaky-bucket' && l.queue ? { mode: 'queue' as const } : {}),
     ...(['token-bucket', 'leaky-bucket', 'gcra'].includes(l.algorithm) ? { burst: l.limit + 1 } : {}),
     key:
@@ -195,8 +210,10 @@ describe('every entry point makes the same decision, events and key-function cal
         let active = -1;
         const onDecision = (m: unknown): void => void events.push({ lane: active, channel: 'decision', payload: JSON.stringify((m as { decision: Decision }).decision) });
         const onKeyError = (m: unknown): void => void events.push({ lane: active, channel: 'key-error', payload: (m as { limit: string }).limit });
+        const onCostError = (m: unknown): void => void events.push({ lane: active, channel: 'cost-error', payload: JSON.stringify({ limit: (m as { limit: string }).limit, cost: (m as { cost: number }).cost }) });
         subscribe(CHANNELS.decision, onDecision);
         subscribe(CHANNELS.keyError, onKeyError);
+        subscribe(CHANNELS.costError, onCostError);
         try {
           for (const s of steps) {
             current = s;
@@ -218,6 +235,7 @@ describe('every entry point makes the same decision, events and key-function cal
         } finally {
           unsubscribe(CHANNELS.decision, onDecision);
           unsubscribe(CHANNELS.keyError, onKeyError);
+          unsubscribe(CHANNELS.costError, onCostError);
           for (const lane of lanes) lane.limiter.close();
         }
         // The same events, in the same order, from every lane.

@@ -75,6 +75,8 @@ describe('event payloads', () => {
       ],
     });
     await (await limiter.check({ principal: 'u', ip: 'boom' })).release();
+    // cost-error (its own limiter, so the chain above keeps its figures)
+    await createLimiter({ limits: [{ name: 'priced', purpose: 'shedding', limit: 5, window: '1m', cost: () => thrower() }] }).check({ ip: 'a' });
     // decision, key-error, replicas (heartbeat answers 2)
     const ok = await limiter.check({ principal: 'u', ip: 'a' });
     await new Promise((r) => setTimeout(r, 30));
