@@ -21,7 +21,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest product of a count and a window we accept, so all algorithm arithmetic stays exact in doubles (and in Lua). */
@@ -46,6 +46,18 @@ function optionalText(v: unknown, option: string): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw new ConfigError('RC_INVALID_OPTION', option, `must be a string, got ${typeof v}`);
   return v;
+}
+
+const DEFAULT_FAILURE = (status: number): boolean => status >= 400;
+
+function failurePredicate(v: unknown, option: string): (status: number) => boolean {
+  if (v === undefined) return DEFAULT_FAILURE;
+  if (typeof v === 'function') return (status) => (v as (status: number) => unknown)(status) === true;
+  if (Array.isArray(v) && v.length > 0 && v.every((x) => Number.isInteger(x) && (x as number) >= 100 && (x as number) <= 599)) {
+    const set = new Set(v as number[]);
+    return (status) => set.has(status);
+  }
+  throw new ConfigError('RC_INVALID_OPTION', option, 'must be a non-empty array of HTTP statuses (100-599) or a function of the status');
 }
 
 /** Validates one definition and normalises it. Throws `ConfigError` naming the option. */
@@ -118,9 +130,16 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   }
   const failClosedAfterMs =
     def.failClosedAfter === undefined ? DEFAULT_FAIL_CLOSED_AFTER_MS : def.failClosedAfter === 0 ? 0 : parseDuration(def.failClosedAfter, `${where}failClosedAfter`);
+  const count = def.count ?? 'all';
+  if (count !== 'all' && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `must be 'all' or 'failures', got ${JSON.stringify(def.count)}`);
+  if (count === 'failures' && algorithm === 'concurrency') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `'failures' does not apply to concurrency (a lease is released when the work ends)`);
+  const isFailure = failurePredicate(def.failureStatus, `${where}failureStatus`);
+  if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
   return {
     name,
     purpose,
+    count,
+    isFailure,
     onError,
     algorithm,
     params,

@@ -29,6 +29,7 @@ export class CheckDecision implements Decision {
   readonly delayMs: number;
   readonly results: readonly LimitResult[];
   #leases: HeldLease[] | undefined;
+  #refunds: HeldLease[] | undefined;
 
   constructor(
     allowed: boolean,
@@ -39,6 +40,7 @@ export class CheckDecision implements Decision {
     delayMs: number,
     results: readonly LimitResult[],
     leases: HeldLease[] | undefined,
+    refunds?: HeldLease[]  ,
   ) {
     this.allowed = allowed;
     this.status = status;
@@ -48,6 +50,25 @@ export class CheckDecision implements Decision {
     this.delayMs = delayMs;
     this.results = results;
     this.#leases = leases;
+    this.#refunds = refunds;
+  }
+
+  async settle(outcome: 'success' | 'failure' | { readonly status: number }): Promise<void> {
+    const refunds = this.#refunds;
+    if (refunds === undefined) return;
+    this.#refunds = undefined;
+    const give = refunds.filter(({ op }) => (outcome === 'success' ? true : outcome === 'failure' ? false : !op.limit.isFailure(outcome.status)));
+    await Promise.all(
+      give.map(async ({ store, circuit, op, now }) => {
+        try {
+          // At the check's `now`: the refund undoes exactly what that check consumed; state that has since expired or rolled over is left as it is.
+          if (circuit === undefined) await store.refund([op], now);
+          else await circuit.run(() => store.refund([op], now), now);
+        } catch (error) {
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
+        }
+      }),
+    );
   }
 
   async release(): Promise<void> {

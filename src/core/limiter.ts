@@ -116,7 +116,8 @@ class ChainLimiter implements Limiter {
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
     const only = this.limits.length === 1 ? this.limits[0] : undefined;
     const single = this.#single;
-    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
+    // The fast path builds no ops, so it holds neither leases nor refunds.
+    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && only.count !== 'failures' && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
     this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
   }
 
@@ -404,6 +405,7 @@ class ChainLimiter implements Limiter {
     let delayMs = 0;
     let shadowRejected = false;
     let leases: HeldLease[] | undefined;
+    let refunds: HeldLease[] | undefined;
     const out = new Array<LimitResult>(n);
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
@@ -433,6 +435,17 @@ class ChainLimiter implements Limiter {
       } else if (r.delayMs > delayMs && !limit.shadow) {
         // A shadow limit never enforces anything, a queue delay included.
         delayMs = r.delayMs;
+      }
+      if (r.consumed && limit.count === 'failures') {
+        const op = ops[i];
+        if (op !== undefined) {
+          refunds ??= [];
+          if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
+          else {
+            const group = this.#groupOf(limit);
+            refunds.push({ store: group.store, circuit: group.circuit, op, now });
+          }
+        }
       }
       if (r.consumed && limit.algorithm === 'concurrency' && this.#hasConcurrency) {
         const op = ops[i] as StoreOp;
@@ -469,7 +482,8 @@ class ChainLimiter implements Limiter {
     } else {
       outcome = shadowRejected ? 'shadow-rejected' : 'allowed';
     }
-    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases);
+    // A rejected chain consumed nothing to give back on success (only countRejected limits consumed, and they count attempts).
+    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases, allowed ? refunds : undefined);
     if (keys !== undefined) Object.defineProperty(decision, DECISION_KEYS, { value: keys });
     if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
     return decision;

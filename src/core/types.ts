@@ -102,6 +102,19 @@ export interface LimitDefinition<Ctx = RequestContext> {
    * another limit rejects the request (counts attempts, not admissions).
    */
   readonly countRejected?: boolean | undefined;
+  /**
+   * What the limit counts: `'all'` (default) every admitted request;
+   * `'failures'` only those settled as failures. The attempt is counted
+   * when it is admitted and given back by `decision.settle('success')`, so
+   * at most N are ever in flight or counted.
+   */
+  readonly count?: 'all' | 'failures' | undefined;
+  /**
+   * `count: 'failures'` over HTTP: which response statuses are failures. A
+   * list (`[401, 403]`) or a predicate; default: status >= 400. An aborted
+   * request is always a failure.
+   */
+  readonly failureStatus?: readonly number[] | ((status: number) => boolean) | undefined;
   /** HTTP status when this limit rejects. Default 503 for `key: 'global'`, else 429. */
   readonly status?: 429 | 503 | undefined;
   /** `closed` only: continuous store failure after which the limit rejects with 503. Default `'30s'`; 0 means at once. */
@@ -121,6 +134,9 @@ export interface CompiledLimit {
   readonly params: AlgorithmParams;
   readonly keySpec: string;
   readonly key: (ctx: RequestContext) => string | undefined;
+  readonly count: 'all' | 'failures';
+  /** Whether a response status is a failure for this limit (`failureStatus`; default >= 400). */
+  readonly isFailure: (status: number) => boolean;
   /** The static cost (1 when the cost comes from the request). */
   readonly cost: number;
   /** The cost from the request (a cost function or `costFromContentLength`); throws or returns an invalid cost on error. */
@@ -186,6 +202,15 @@ export interface Decision {
   readonly results: readonly LimitResult[];
   /** Frees concurrency leases taken by this decision. Idempotent; a no-op when there are none. */
   release(): Promise<void>;
+  /**
+   * Says how the work went, for `count: 'failures'` limits: `'success'`
+   * gives their attempt back (an atomic store refund), `'failure'` keeps it
+   * counted; `{ status }` lets each limit classify an HTTP status by its
+   * `failureStatus`. Only the first call counts; later ones do nothing.
+   * Never rejects (a failed refund is reported on `ratecontract:store-error`
+   * and the attempt stays counted: the strict side).
+   */
+  settle(outcome: 'success' | 'failure' | { readonly status: number }): Promise<void>;
 }
 
 /** Options of one check. */

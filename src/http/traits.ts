@@ -10,6 +10,8 @@ export interface Traits {
   readonly query: boolean;
   /** A concurrency limit (its decisions hold leases). */
   readonly leases: boolean;
+  /** A `count: 'failures'` limit (its decisions are settled when the response finishes). */
+  readonly settles: boolean;
 }
 
 const traitsOf = new WeakMap<Limiter, Traits>();
@@ -23,6 +25,7 @@ export function traits(limiter: Limiter): Traits {
       headers: specs.some((k) => k.startsWith('header.') || k === 'function') || limiter.limits.some((l) => l.costSpec !== 'static'),
       query: specs.some((k) => k.startsWith('query.') || k === 'function') || limiter.limits.some((l) => l.costSpec === 'function'),
       leases: limiter.limits.some((l) => l.algorithm === 'concurrency'),
+      settles: limiter.limits.some((l) => l.count === 'failures'),
     };
     traitsOf.set(limiter, t);
   }

@@ -106,6 +106,20 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
       expect(r.status).toBe(413);
     });
 
+    it("settles count: 'failures' by the response: successes are given back, a 500 and an aborted request are counted", async () => {
+      const f = await start([{ name: 'per-ip', purpose: 'abuse', limit: 2, window: '1m', key: 'ip', count: 'failures' }]);
+      for (let i = 0; i < 6; i++) {
+        expect((await raw(f.app.url, '/hello')).status, `success ${i}`).toBe(200);
+        await f.settled();
+      }
+      expect((await raw(f.app.url, '/boom')).status).toBe(500);
+      await f.settled();
+      await abortAfterStart(f.app.url, '/slow', f.started);
+      await f.settled();
+      // Two failures counted: the limit (2) is reached.
+      await eventually(async () => (await raw(f.app.url, '/hello')).status === 429);
+    });
+
     it('lets a request through, exposes the decision, and tells an anonymous caller nothing', async () => {
       const { app } = await start([perIp(5)]);
       const r = await fetch(`${app.url}/hello`);

@@ -95,6 +95,8 @@ interface LimitSpec {
   readonly key: 'ip' | 'fn';
   /** Whether the limit's cost is a function of the request (which may throw or return an invalid cost). */
   readonly costFn: boolean;
+  /** `count: 'failures'` (not on concurrency). */
+  readonly failures: boolean;
 }
 
 interface Step {
@@ -108,6 +110,8 @@ interface Step {
   readonly list: 'none' | 'deny' | 'allow' | 'allow-l0';
   /** What a cost function returns for this request ('throw': it throws). */
   readonly fnCost: number | 'throw';
+  /** How the decision is settled after the check. */
+  readonly settle: 'success' | 'failure' | 'none';
 }
 
 const limitSpec = fc.record({
@@ -117,6 +121,7 @@ const limitSpec = fc.record({
   limit: fc.integer({ min: 1, max: 4 }),
   key: fc.constantFrom<'ip' | 'fn'>('ip', 'fn'),
   costFn: fc.boolean(),
+  failures: fc.boolean(),
 });
 const step = fc.record({
   advance: fc.integer({ min: 0, max: 600 }),
@@ -126,6 +131,7 @@ const step = fc.record({
   fail: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
   list: fc.constantFrom<Step['list']>('none', 'none', 'none', 'deny', 'allow', 'allow-l0'),
   fnCost: fc.constantFrom<number | 'throw'>(1, 1, 2, 9, 0, 1.5, 'throw'),
+  settle: fc.constantFrom<Step['settle']>('success', 'failure', 'none'),
 });
 
 /** One entry point under test: its limiter, how it checks, and the key-function calls it made. */
@@ -146,6 +152,7 @@ function definitions(specs: readonly LimitSpec[], calls: number[], current: () =
     window: 1000,
     shadow: l.shadow,
     ...(i === 0 ? { allow: [() => current().list === 'allow-l0'] } : {}),
+    ...(l.failures && l.algorithm !== 'concurrency' ? { count: 'failures' as const } : {}),
     ...(l.costFn
       ? {
           cost: (): number => {
@@ -223,7 +230,9 @@ describe('every entry point makes the same decision, events and key-function cal
               lane.failing.failing = s.fail;
               const before = [...lane.calls];
               active = j;
-              decisions.push(JSON.stringify(await lane.check({ ip: s.ip }, s.cost)));
+              const d = await lane.check({ ip: s.ip }, s.cost);
+              decisions.push(JSON.stringify(d));
+              if (s.settle !== 'none') await d.settle(s.settle);
               // Each key function ran exactly once for this check (never for a limit the lists decided).
               specs.forEach((l, i) => {
                 const listed = s.list === 'deny' || s.list === 'allow' || (s.list === 'allow-l0' && i === 0);
