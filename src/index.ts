@@ -14,6 +14,7 @@ export type {
   CheckOptions,
   CompiledLimit,
   Decision,
+  CostFunction,
   KeyFunction,
   KeySpec,
   LimitDefinition,
@@ -91,6 +92,9 @@ export {
   type FallbackEvent,
   type FailClosedEvent,
   type KeyErrorEvent,
+  type ListErrorEvent,
+  type CostErrorEvent,
   type ReplicasEvent,
   type StoreCallEvent,
 } from './core/events.js';
+export { AccessList, type AccessEntry, type AccessPredicate, type LimiterLists } from './core/access-list.js';

@@ -55,3 +55,19 @@ describe.each(['node', 'express', 'fastify', 'hono'])('examples/%s', (name) => {
     expect(known.headers.get('ratelimit-policy')).toMatch(/^"per-account";q=100;w=60;pk=:[^:]+:, "per-ip";q=30;w=60;pk=:[^:]+:$/);
   }, 20_000);
 });
+
+describe('examples/login', () => {
+  it('100 successful logins in a row never block; the 6th failed attempt within 15 minutes gets 429 with an exact Retry-After', async () => {
+    const url = await startExample('login');
+    const login = (password: string): Promise<Response> =>
+      fetch(`${url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password }) });
+    for (let i = 0; i < 100; i++) expect((await login('correct horse battery staple')).status, `login ${i}`).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await login('wrong')).status, `failure ${i}`).toBe(401);
+    const sixth = await login('wrong');
+    expect(sixth.status).toBe(429);
+    // The five failures came within a second: the first leaves the 15-minute window 900 s after it was made.
+    expect(sixth.headers.get('retry-after')).toBe('900');
+    // The right password is refused too while the account is blocked (the limit is on the attempt, before the check).
+    expect((await login('correct horse battery staple')).status).toBe(429);
+  }, 30_000);
+});

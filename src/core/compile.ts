@@ -3,9 +3,18 @@ import { bucketScaleProblem } from '../algorithms/scale.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
+import { AccessList, type ListCounter } from './access-list.js';
 import { compileKey } from './keys.js';
 import { didYouMean } from './suggest.js';
-import type { CompiledLimit, LimitDefinition, OnError, Purpose } from './types.js';
+import type { CompiledLimit, LimitDefinition, OnError, Purpose, RequestContext } from './types.js';
+
+/** `costFromContentLength`: the declared Content-Length, at least 1; throws when there is no valid one. */
+function contentLengthCost(ctx: RequestContext): number {
+  const v = ctx.headers?.['content-length'];
+  const text = typeof v === 'string' ? v : v?.[0];
+  if (typeof text !== 'string' || !/^\d{1,15}$/.test(text)) throw new TypeError('costFromContentLength: the request declares no valid Content-Length');
+  return Math.max(1, Number(text));
+}
 
 /** What a limit, store or other name must match. */
 export const NAME_PATTERN = /^[a-z0-9_-]{1,64}$/;
@@ -13,7 +22,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest `max(limit, burst) * window` the algorithms count in exact units (the range accepted before quota-sized limits). */
@@ -81,8 +90,20 @@ function checkMagnitude(algorithm: AlgorithmName, p: { limit: number; windowMs: 
   }
 }
 
+const DEFAULT_FAILURE = (status: number): boolean => status >= 400;
+
+function failurePredicate(v: unknown, option: string): (status: number) => boolean {
+  if (v === undefined) return DEFAULT_FAILURE;
+  if (typeof v === 'function') return (status) => (v as (status: number) => unknown)(status) === true;
+  if (Array.isArray(v) && v.length > 0 && v.every((x) => Number.isInteger(x) && (x as number) >= 100 && (x as number) <= 599)) {
+    const set = new Set(v as number[]);
+    return (status) => set.has(status);
+  }
+  throw new ConfigError('RC_INVALID_OPTION', option, 'must be a non-empty array of HTTP statuses (100-599) or a function of the status');
+}
+
 /** Validates one definition and normalises it. Throws `ConfigError` naming the option. */
-export function compileLimit(def: LimitDefinition, at: string, storeNames: ReadonlySet<string>): CompiledLimit {
+export function compileLimit(def: LimitDefinition, at: string, storeNames: ReadonlySet<string>, counter: ListCounter = { entries: 0 }): CompiledLimit {
   if (def === null || typeof def !== 'object') {
     throw new ConfigError('RC_INVALID_OPTION', at, 'a limit definition must be an object');
   }
@@ -130,7 +151,11 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   }
   const params = { limit, windowMs, burst, queue: def.mode === 'queue' };
   checkMagnitude(algorithm, params, where);
-  const cost = def.cost === undefined ? 1 : positiveInt(def.cost, 'RC_INVALID_COST', `${where}cost`);
+  const fromLength = optionalBoolean(def.costFromContentLength, `${where}costFromContentLength`);
+  if (fromLength && def.cost !== undefined) throw new ConfigError('RC_INVALID_COST', `${where}costFromContentLength`, 'applies without `cost`: the cost is the declared Content-Length');
+  const costFn = typeof def.cost === 'function' ? def.cost : undefined;
+  const costOf = fromLength ? contentLengthCost : costFn;
+  const cost = def.cost === undefined || costFn !== undefined ? 1 : positiveInt(def.cost, 'RC_INVALID_COST', `${where}cost`);
   if (cost > algo.capacity(params)) {
     throw new ConfigError('RC_BURST_BELOW_COST', `${where}${algo.usesBurst ? 'burst' : 'limit'}`, `${algo.usesBurst ? 'burst' : 'limit'} ${algo.capacity(params)} is below the cost ${cost} of one request: no request could ever be admitted`);
   }
@@ -145,15 +170,24 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   }
   const failClosedAfterMs =
     def.failClosedAfter === undefined ? DEFAULT_FAIL_CLOSED_AFTER_MS : def.failClosedAfter === 0 ? 0 : parseDuration(def.failClosedAfter, `${where}failClosedAfter`);
+  const count = def.count ?? 'all';
+  if (count !== 'all' && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `must be 'all' or 'failures', got ${JSON.stringify(def.count)}`);
+  if (count === 'failures' && algorithm === 'concurrency') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `'failures' does not apply to concurrency (a lease is released when the work ends)`);
+  const isFailure = failurePredicate(def.failureStatus, `${where}failureStatus`);
+  if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
   return {
     name,
     purpose,
+    count,
+    isFailure,
     onError,
     algorithm,
     params,
     keySpec: typeof keySpec === 'function' ? 'function' : keySpec,
     key,
     cost,
+    costOf,
+    costSpec: fromLength ? 'content-length' : costFn !== undefined ? 'function' : 'static',
     reason: optionalText(def.reason, `${where}reason`),
     acknowledgeFailOpen,
     shadow: optionalBoolean(def.shadow, `${where}shadow`),
@@ -161,18 +195,20 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     countRejected: optionalBoolean(def.countRejected, `${where}countRejected`),
     status: def.status ?? (keySpec === 'global' ? 503 : 429),
     failClosedAfterMs,
+    allow: new AccessList('allow', name, counter, def.allow, `${where}allow`),
+    deny: new AccessList('deny', name, counter, def.deny, `${where}deny`),
     id: `${name}:${algorithm}`,
   };
 }
 
 /** Validates a whole chain: at least one limit, unique names. */
-export function compileLimits(defs: readonly LimitDefinition[], storeNames: ReadonlySet<string>): CompiledLimit[] {
+export function compileLimits(defs: readonly LimitDefinition[], storeNames: ReadonlySet<string>, counter: ListCounter = { entries: 0 }): CompiledLimit[] {
   if (!Array.isArray(defs) || defs.length === 0) {
     throw new ConfigError('RC_INVALID_OPTION', 'limits', 'must be a non-empty array of limit definitions');
   }
   const seen = new Set<string>();
   return defs.map((def: LimitDefinition, i) => {
-    const compiled = compileLimit(def, `limits[${i}]`, storeNames);
+    const compiled = compileLimit(def, `limits[${i}]`, storeNames, counter);
     if (seen.has(compiled.name)) {
       throw new ConfigError('RC_DUPLICATE_NAME', `limits[${i}].name`, `duplicate limit name ${JSON.stringify(compiled.name)}; names must be unique`);
     }

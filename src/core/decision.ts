@@ -22,7 +22,7 @@ export class CheckDecision implements Decision {
   }
 
   readonly allowed: boolean;
-  readonly status: 200 | 429 | 503;
+  readonly status: 200 | 403 | 429 | 503;
   readonly outcome: Outcome;
   readonly limit: string | undefined;
   readonly retryAfterMs: number;
@@ -36,16 +36,18 @@ export class CheckDecision implements Decision {
   static keysOf(decision: Decision): ReadonlyArray<string | undefined> | undefined {
     return decision instanceof CheckDecision ? decision.#keys : undefined;
   }
+  #refunds: HeldLease[] | undefined;
 
   constructor(
     allowed: boolean,
-    status: 200 | 429 | 503,
+    status: 200 | 403 | 429 | 503,
     outcome: Outcome,
     limit: string | undefined,
     retryAfterMs: number,
     delayMs: number,
     results: readonly LimitResult[],
     leases: HeldLease[] | undefined,
+    refunds?: HeldLease[],
     keys?: ReadonlyArray<string | undefined>,
   ) {
     this.allowed = allowed;
@@ -57,6 +59,25 @@ export class CheckDecision implements Decision {
     this.results = results;
     this.#leases = leases;
     this.#keys = keys;
+    this.#refunds = refunds;
+  }
+
+  async settle(outcome: 'success' | 'failure' | { readonly status: number }): Promise<void> {
+    const refunds = this.#refunds;
+    if (refunds === undefined) return;
+    this.#refunds = undefined;
+    const give = refunds.filter(({ op }) => (outcome === 'success' ? true : outcome === 'failure' ? false : !op.limit.isFailure(outcome.status)));
+    await Promise.all(
+      give.map(async ({ store, circuit, op, now }) => {
+        try {
+          // At the check's `now`: the refund undoes exactly what that check consumed; state that has since expired or rolled over is left as it is.
+          if (circuit === undefined) await store.refund([op], now);
+          else await circuit.run(() => store.refund([op], now), now);
+        } catch (error) {
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
+        }
+      }),
+    );
   }
 
   async release(): Promise<void> {

@@ -18,6 +18,10 @@ export const CHANNELS = {
   failClosed: 'ratecontract:fail-closed',
   /** A key extractor threw: `KeyErrorEvent`. The request is counted under a shared key. */
   keyError: 'ratecontract:key-error',
+  /** A cost function threw or returned an invalid cost (the request then costs the limit's capacity + 1): `CostErrorEvent`. */
+  costError: 'ratecontract:cost-error',
+  /** An `allow` or `deny` list function threw (counted as no match): `ListErrorEvent`. */
+  listError: 'ratecontract:list-error',
   /** A store call missed its deadline: `TimeoutEvent`. Also reported on store-error. */
   timeout: 'ratecontract:timeout',
   /** A store's circuit breaker changed state: `BreakerEvent`. */
@@ -87,6 +91,23 @@ export interface KeyErrorEvent {
   readonly error: unknown;
 }
 
+/** `ratecontract:cost-error`: a limit's cost function threw or returned something other than a positive integer. */
+export interface CostErrorEvent {
+  readonly limit: string;
+  /** What it threw, or a `TypeError` naming what it returned. */
+  readonly error: unknown;
+  /** The cost used instead: the limit's capacity + 1 (rejected, never fits). */
+  readonly cost: number;
+}
+
+/** `ratecontract:list-error`: a function entry of an allow or deny list threw; it counted as no match. */
+export interface ListErrorEvent {
+  readonly list: 'allow' | 'deny';
+  /** The limit whose list it is; `undefined` for the limiter's own lists. */
+  readonly limit: string | undefined;
+  readonly error: unknown;
+}
+
 /** `ratecontract:replicas`: the replica count k changed. */
 export interface ReplicasEvent {
   readonly replicas: number;
@@ -122,6 +143,8 @@ export const storeErrorChannel = new TypedChannel<StoreErrorEvent>(CHANNELS.stor
 export const fallbackChannel = new TypedChannel<FallbackEvent>(CHANNELS.fallback);
 export const failClosedChannel = new TypedChannel<FailClosedEvent>(CHANNELS.failClosed);
 export const keyErrorChannel = new TypedChannel<KeyErrorEvent>(CHANNELS.keyError);
+export const costErrorChannel = new TypedChannel<CostErrorEvent>(CHANNELS.costError);
+export const listErrorChannel = new TypedChannel<ListErrorEvent>(CHANNELS.listError);
 export const timeoutChannel = new TypedChannel<TimeoutEvent>(CHANNELS.timeout);
 export const breakerChannel = new TypedChannel<BreakerEvent>(CHANNELS.breaker);
 export const replicasChannel = new TypedChannel<ReplicasEvent>(CHANNELS.replicas);
@@ -134,6 +157,8 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   fallback: ['limit', 'onError', 'store'],
   failClosed: ['limit', 'store'],
   keyError: ['limit', 'error'],
+  costError: ['limit', 'error', 'cost'],
+  listError: ['list', 'limit', 'error'],
   timeout: ['store', 'deadlineMs', 'limits'],
   breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls'],
   replicas: ['replicas', 'source'],

@@ -1,3 +1,4 @@
+import type { AccessEntry, LimiterLists } from './access-list.js';
 import type { Clock } from './clock.js';
 import { CheckDecision } from './decision.js';
 import type { StoreHealth } from './store-circuit.js';
@@ -32,6 +33,15 @@ export interface LimiterOptions<Ctx = RequestContext> {
    * memory store. Default 100,000.
    */
   readonly fallbackMaxKeys?: number | undefined;
+  /**
+   * Requests that skip the whole chain (outcome `'allowed-list'`): addresses
+   * or CIDRs matched against `ctx.ip`, `{ principal }`, or functions of the
+   * context. Checked before any store call; `limiter.lists.allow` changes it
+   * at run time. A deny list wins over every allow list.
+   */
+  readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
+  /** Requests refused with 403 (outcome `'denied'`) before any store call; `limiter.lists.deny` changes it at run time. */
+  readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
 }
 
 /** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
@@ -42,9 +52,9 @@ export interface LocalStores {
   newFallbackStore(maxKeys: number): SyncStore;
 }
 
-export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys'];
+export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys', 'allow', 'deny'];
 
-/** A `CheckOptions` flag (internal to the HTTP layer): attach each limit's raw key to the decision under `DECISION_KEYS`. */
+/** A `CheckOptions` flag (internal to the HTTP layer): keep each limit's raw key in the decision (for partition keys). */
 export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
 
 /** `CheckOptions` with the HTTP layer's internal flag. */
@@ -71,6 +81,8 @@ export interface Limiter<Ctx = RequestContext> {
    * adapters and hot loops that can skip a promise per request.
    */
   checkSync(ctx: Ctx, options?: CheckOptions): Decision | undefined;
+  /** The allow and deny lists (the limiter's and each limit's), changeable at run time. */
+  readonly lists: LimiterLists<Ctx>;
   /** The replica count k that `degraded` limits currently divide by. */
   readonly replicas: number;
   /** Circuit breaker state per store name (`'(default)'` for the default store). */

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { AccessList, type LimiterLists, type ListCounter } from './access-list.js';
+import { algorithms } from '../algorithms/registry.js';
 import { figures } from '../algorithms/types.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
 import { ConfigError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { costErrorChannel, decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { startDiscovery } from './discovery.js';
 import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
@@ -20,6 +22,16 @@ const KEY_ERROR = '\u0000key-error';
 /** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
 const NO_OPS: ReadonlyArray<StoreOp | undefined> = Object.freeze([undefined]);
 
+/** What the allow and deny lists decided for one check, before any store call. */
+interface Screen {
+  /** A deny list matched: the limit whose list it is, or `null` for the limiter's own. */
+  readonly denied: CompiledLimit | null | undefined;
+  /** Per limit: skipped by an allow list. */
+  readonly skip: readonly boolean[];
+  /** Every limit skipped (or denied): nothing left for a store to decide. */
+  readonly terminal: boolean;
+}
+
 interface Group {
   readonly store: Store;
   readonly name: string;
@@ -30,6 +42,9 @@ interface Group {
 
 class ChainLimiter implements Limiter {
   readonly limits: readonly CompiledLimit[];
+  readonly lists: LimiterLists;
+  /** Entries across every list: 0 means no check screens anything. */
+  readonly #listed: ListCounter = { entries: 0 };
   readonly #clock: Clock;
   readonly #groups: readonly Group[];
   readonly #single: Group | undefined;
@@ -52,7 +67,17 @@ class ChainLimiter implements Limiter {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
     refuseUnknown(options, OPTION_NAMES, '');
     const stores = options.stores ?? {};
-    this.limits = compileLimits(options.limits, new Set(Object.keys(stores)));
+    this.limits = compileLimits(options.limits, new Set(Object.keys(stores)), this.#listed);
+    const byName = new Map(this.limits.map((l) => [l.name, { allow: l.allow, deny: l.deny }]));
+    this.lists = {
+      allow: new AccessList('allow', undefined, this.#listed, options.allow, 'allow'),
+      deny: new AccessList('deny', undefined, this.#listed, options.deny, 'deny'),
+      of: (name: string) => {
+        const l = byName.get(name);
+        if (l === undefined) throw new UsageError('RC_UNKNOWN_LIMIT', `no limit named ${JSON.stringify(name)}; known limits: ${[...byName.keys()].join(', ')}`);
+        return l;
+      },
+    };
     this.#clock = options.clock ?? systemClock;
     const replicas = options.replicas ?? 1;
     if (replicas !== 'discover' && (!Number.isSafeInteger(replicas) || replicas < 1)) {
@@ -91,7 +116,8 @@ class ChainLimiter implements Limiter {
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
     const only = this.limits.length === 1 ? this.limits[0] : undefined;
     const single = this.#single;
-    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
+    // The fast path builds no ops, so it holds neither leases nor refunds.
+    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && only.count !== 'failures' && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
     this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
   }
 
@@ -115,24 +141,64 @@ class ChainLimiter implements Limiter {
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
     try {
-      const fast = this.#fast;
+      const screen = this.#listed.entries > 0 ? this.#screen(ctx) : undefined;
+      if (screen?.terminal === true) return Promise.resolve(this.#decideListed(screen, options));
+      const fast = screen === undefined ? this.#fast : undefined;
       if (fast !== undefined) return Promise.resolve(this.#checkFast(fast, ctx, options));
-      const built = this.#build(ctx, options);
+      const built = this.#build(ctx, options, screen);
       const single = this.#single;
-      if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built.ops, built.complete, built.now, built.keys));
-      return this.#checkAsync(built.ops, built.now, built.keys);
+      if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built.ops, built.complete, built.now, built.keys, screen));
+      return this.#checkAsync(built.ops, built.now, built.keys, screen);
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
   }
 
   checkSync(ctx: RequestContext, options?: CheckOptions): Decision | undefined {
-    const fast = this.#fast;
-    if (fast !== undefined) return this.#checkFast(fast, ctx, options);
     const single = this.#single;
+    const screen = this.#listed.entries > 0 && (this.#fast !== undefined || single?.sync === true) ? this.#screen(ctx) : undefined;
+    if (screen?.terminal === true) return this.#decideListed(screen, options);
+    const fast = screen === undefined ? this.#fast : undefined;
+    if (fast !== undefined) return this.#checkFast(fast, ctx, options);
     if (single?.sync !== true) return undefined;
-    const built = this.#build(ctx, options);
-    return this.#decideSync(single, built.ops, built.complete, built.now, built.keys);
+    const built = this.#build(ctx, options, screen);
+    return this.#decideSync(single, built.ops, built.complete, built.now, built.keys, screen);
+  }
+
+  /**
+   * The allow and deny lists, before any key function or store call. Every
+   * deny list first (the limiter's, then each limit's): a deny anywhere wins
+   * over any allow. Then the limiter's allow list (skips every limit) and
+   * each limit's (skips that limit).
+   */
+  #screen(ctx: RequestContext): Screen | undefined {
+    const limits = this.limits;
+    const n = limits.length;
+    let denied: CompiledLimit | null | undefined = this.lists.deny.matches(ctx) ? null : undefined;
+    for (let i = 0; denied === undefined && i < n; i++) {
+      const l = limits[i] as CompiledLimit;
+      if (l.deny.matches(ctx)) denied = l;
+    }
+    if (denied !== undefined) return { denied, skip: new Array<boolean>(n).fill(false), terminal: true };
+    const all = this.lists.allow.matches(ctx);
+    const skip = new Array<boolean>(n).fill(all);
+    let skipped = all ? n : 0;
+    for (let i = 0; !all && i < n; i++) {
+      if ((limits[i] as CompiledLimit).allow.matches(ctx)) {
+        skip[i] = true;
+        skipped++;
+      }
+    }
+    if (skipped === 0) return undefined;
+    return { denied: undefined, skip, terminal: skipped === n };
+  }
+
+  /** A check the lists decided on their own: no key function, no store call. */
+  #decideListed(screen: Screen, options: CheckOptions | undefined): Decision {
+    if (options?.cost !== undefined) validCost(options.cost);
+    const n = this.limits.length;
+    const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? new Array<string | undefined>(n) : undefined;
+    return this.#decide(new Array<StoreOp | undefined>(n), new Array<StoreOpResult | undefined>(n), undefined, this.#clock.now(), keys, screen);
   }
 
   /**
@@ -144,11 +210,12 @@ class ChainLimiter implements Limiter {
    */
   #checkFast(fast: { readonly limit: CompiledLimit; readonly store: SingleOpStore; readonly group: Group }, ctx: RequestContext, options: CheckOptions | undefined): Decision {
     const limit = fast.limit;
-    const cost = options?.cost === undefined ? limit.cost : validCost(options.cost);
+    const override = options?.cost === undefined ? undefined : validCost(options.cost);
     const now = this.#clock.now();
     const raw = this.#key(limit, ctx);
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? [raw === KEY_ERROR ? undefined : raw] : undefined;
     if (raw === undefined) return this.#decide(NO_OPS, [undefined], undefined, now, keys);
+    const cost = override ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx));
     const key = boundKey(raw);
     const f = this.#figures;
     try {
@@ -171,6 +238,26 @@ class ChainLimiter implements Limiter {
     return this.#decide(NO_OPS, results, undefined, now, keys);
   }
 
+  /**
+   * Runs a limit's cost function once. One that throws or returns anything
+   * but a positive integer is reported and costs the limit's capacity + 1:
+   * the strict side (the request is rejected, and can never fit), so a
+   * request that breaks the cost function gains nothing.
+   */
+  #costOf(limit: CompiledLimit, ctx: RequestContext): number {
+    let error: unknown;
+    try {
+      const c = (limit.costOf as (ctx: RequestContext) => number)(ctx);
+      if (Number.isSafeInteger(c) && c >= 1) return c;
+      error = new TypeError(`cost function of limit "${limit.name}" must return a positive integer, got ${typeof c === 'number' ? String(c) : typeof c}`);
+    } catch (thrown) {
+      error = thrown;
+    }
+    const cost = algorithms[limit.algorithm].capacity(limit.params) + 1;
+    if (costErrorChannel.hasSubscribers) costErrorChannel.publish({ limit: limit.name, error, cost });
+    return cost;
+  }
+
   /** Runs a limit's key function once; a throwing one is reported and counted under a shared key. */
   #key(limit: CompiledLimit, ctx: RequestContext): string | undefined {
     try {
@@ -182,7 +269,7 @@ class ChainLimiter implements Limiter {
   }
 
   /** The ops of a check (one per limit; `undefined` where the key is absent). Throws `UsageError` on an invalid cost. */
-  #build(ctx: RequestContext, options: CheckOptions | undefined): { ops: Array<StoreOp | undefined>; now: number; complete: boolean; keys: Array<string | undefined> | undefined } {
+  #build(ctx: RequestContext, options: CheckOptions | undefined, screen?: Screen): { ops: Array<StoreOp | undefined>; now: number; complete: boolean; keys: Array<string | undefined> | undefined } {
     const costOverride = options?.cost === undefined ? undefined : validCost(options.cost);
     const now = this.#clock.now();
     const limits = this.limits;
@@ -192,6 +279,10 @@ class ChainLimiter implements Limiter {
     let complete = true;
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
+      if (screen?.skip[i] === true) {
+        complete = false;
+        continue;
+      }
       const raw = this.#key(limit, ctx);
       if (keys !== undefined) keys[i] = raw === KEY_ERROR ? undefined : raw;
       if (raw === undefined) {
@@ -201,7 +292,7 @@ class ChainLimiter implements Limiter {
       ops[i] = {
         limit,
         key: boundKey(raw),
-        cost: costOverride ?? limit.cost,
+        cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };
     }
@@ -209,7 +300,7 @@ class ChainLimiter implements Limiter {
   }
 
   /** Decides on the one in-process store of the chain: no promise per store call. */
-  #decideSync(single: Group, ops: Array<StoreOp | undefined>, complete: boolean, now: number, keys: ReadonlyArray<string | undefined> | undefined): Decision {
+  #decideSync(single: Group, ops: Array<StoreOp | undefined>, complete: boolean, now: number, keys: ReadonlyArray<string | undefined> | undefined, screen?: Screen): Decision {
     const n = ops.length;
     let results: Array<StoreOpResult | undefined>;
     const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
@@ -224,20 +315,20 @@ class ChainLimiter implements Limiter {
       }
     } catch (error) {
       single.circuit.record(false, now);
-      return this.#failedSync(single, ops, error, now, keys);
+      return this.#failedSync(single, ops, error, now, keys, screen);
     }
-    return this.#decide(ops, results, undefined, now, keys);
+    return this.#decide(ops, results, undefined, now, keys, screen);
   }
 
   /** The decision when the chain's one in-process store threw: each limit's fail mode. */
-  #failedSync(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, now: number, keys: ReadonlyArray<string | undefined> | undefined): Decision {
+  #failedSync(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, now: number, keys: ReadonlyArray<string | undefined> | undefined, screen?: Screen): Decision {
     const n = ops.length;
     const failed = new Array<boolean>(n).fill(false);
     this.#markFailed(group, ops, error, failed);
-    return this.#decide(ops, new Array<StoreOpResult | undefined>(n), failed, now, keys);
+    return this.#decide(ops, new Array<StoreOpResult | undefined>(n), failed, now, keys, screen);
   }
 
-  async #checkAsync(ops: Array<StoreOp | undefined>, now: number, keys: ReadonlyArray<string | undefined> | undefined): Promise<Decision> {
+  async #checkAsync(ops: Array<StoreOp | undefined>, now: number, keys: ReadonlyArray<string | undefined> | undefined, screen?: Screen): Promise<Decision> {
     const n = ops.length;
     const results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
@@ -246,7 +337,7 @@ class ChainLimiter implements Limiter {
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
     // timers the store needs to recover (a closed loop of instant fallbacks would otherwise never yield).
     if (failed.includes(true)) await new Promise<void>((resolve) => setImmediate(resolve));
-    const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now, keys);
+    const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now, keys, screen);
     if (!decision.allowed && this.#groups.length > 1) await this.#compensate(ops, results, decision.results, now);
     return decision;
   }
@@ -300,6 +391,7 @@ class ChainLimiter implements Limiter {
     failed: readonly boolean[] | undefined,
     now: number,
     keys: ReadonlyArray<string | undefined> | undefined,
+    screen?: Screen,
   ): Decision {
     const limits = this.limits;
     const n = limits.length;
@@ -313,6 +405,7 @@ class ChainLimiter implements Limiter {
     let delayMs = 0;
     let shadowRejected = false;
     let leases: HeldLease[] | undefined;
+    let refunds: HeldLease[] | undefined;
     const out = new Array<LimitResult>(n);
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
@@ -322,13 +415,14 @@ class ChainLimiter implements Limiter {
         out[i] = {
           name: limit.name, allowed: true, remaining: p.limit, resetMs: 0, retryAfterMs: 0, limit: p.limit, windowMs: p.windowMs,
           source: 'none', shadow: limit.shadow, purpose: limit.purpose, failMode: failModes?.[i],
+          listed: screen === undefined ? undefined : screen.denied !== undefined ? 'deny' : screen.skip[i] === true ? 'allow' : undefined,
         };
         continue;
       }
       out[i] = {
         name: limit.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, limit: p.limit,
         windowMs: p.windowMs, source: local?.[i] === true ? 'local' : failModes?.[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
-        purpose: limit.purpose, failMode: failModes?.[i],
+        purpose: limit.purpose, failMode: failModes?.[i], listed: undefined,
       };
       if (!r.allowed) {
         if (limit.shadow) {
@@ -341,6 +435,17 @@ class ChainLimiter implements Limiter {
       } else if (r.delayMs > delayMs && !limit.shadow) {
         // A shadow limit never enforces anything, a queue delay included.
         delayMs = r.delayMs;
+      }
+      if (r.consumed && limit.count === 'failures') {
+        const op = ops[i];
+        if (op !== undefined) {
+          refunds ??= [];
+          if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
+          else {
+            const group = this.#groupOf(limit);
+            refunds.push({ store: group.store, circuit: group.circuit, op, now });
+          }
+        }
       }
       if (r.consumed && limit.algorithm === 'concurrency' && this.#hasConcurrency) {
         const op = ops[i] as StoreOp;
@@ -355,8 +460,17 @@ class ChainLimiter implements Limiter {
     }
     if (!allowed) delayMs = 0;
     let outcome: Outcome;
-    let status: 200 | 429 | 503 = 200;
-    if (!allowed) {
+    let status: 200 | 403 | 429 | 503 = 200;
+    if (screen?.denied !== undefined) {
+      // A deny list matched: not a rate, so no wait helps (retryAfterMs Infinity, no Retry-After over HTTP).
+      allowed = false;
+      outcome = 'denied';
+      status = 403;
+      deciding = screen.denied ?? undefined;
+      retryAfterMs = Infinity;
+    } else if (screen?.terminal === true) {
+      outcome = 'allowed-list';
+    } else if (!allowed) {
       const decidingIndex = limits.indexOf(deciding as CompiledLimit);
       const decidedFailClosed = failClosed && failModes?.[decidingIndex] === 'closed' && local?.[decidingIndex] !== true;
       outcome = decidedFailClosed ? 'fail-closed' : 'rejected';
@@ -368,7 +482,8 @@ class ChainLimiter implements Limiter {
     } else {
       outcome = shadowRejected ? 'shadow-rejected' : 'allowed';
     }
-    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases, keys);
+    // A rejected chain consumed nothing to give back on success (only countRejected limits consumed, and they count attempts).
+    const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases, allowed ? refunds : undefined, keys);
     if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
     return decision;
   }

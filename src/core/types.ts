@@ -1,4 +1,5 @@
 import type { AlgorithmName, AlgorithmParams } from '../algorithms/types.js';
+import type { AccessEntry, AccessList } from './access-list.js';
 import type { Duration } from './duration.js';
 
 /** Why a limit exists. `abuse`: make an attack uneconomical (a security control). `shedding`: protect capacity. */
@@ -36,6 +37,9 @@ export interface RequestContext {
 /** Returns the key for a request, or `undefined` when the limit does not apply to it. Runs once per check. */
 export type KeyFunction<Ctx = RequestContext> = (ctx: Ctx) => string | number | undefined;
 
+/** A limit's cost for one request, from its context. Method-typed, as key functions are accepted for any `Ctx`. */
+export type CostFunction<Ctx = RequestContext> = { cost(ctx: Ctx): number }['cost'];
+
 /** The built-in key extractors, which read `RequestContext` fields. */
 export type BuiltinKey = 'ip' | 'principal' | 'global' | `header.${string}` | `query.${string}` | `body.${string}`;
 
@@ -70,8 +74,22 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly mode?: 'meter' | 'queue' | undefined;
   /** The key extractor. Default `'ip'`. */
   readonly key?: KeySpec<Ctx> | undefined;
-  /** Default cost of one request (a positive integer, default 1); `check(ctx, { cost })` overrides it. */
-  readonly cost?: number | undefined;
+  /**
+   * Cost of one request: a positive integer (default 1), or a synchronous
+   * function of the context (a GraphQL query's complexity, an upload's
+   * bytes). A function that throws or returns anything but a positive
+   * integer costs `burst + 1` (the limit's capacity + 1: rejected, 413 over
+   * HTTP) and is reported on `ratecontract:cost-error`. `check(ctx, { cost })`
+   * overrides either.
+   */
+  readonly cost?: number | CostFunction<Ctx> | undefined;
+  /**
+   * The cost is the request's declared `Content-Length` in bytes (at least
+   * 1), read from `ctx.headers`; advertised as `qu="content-bytes"`. A
+   * request without a valid `Content-Length` is handled like a throwing cost
+   * function. Not with `cost`.
+   */
+  readonly costFromContentLength?: boolean | undefined;
   /** What the number defends. Strongly recommended; `audit` flags limits without one. */
   readonly reason?: string | undefined;
   /** Decide and report (`shadow-rejected`), never enforce. Default false. */
@@ -84,10 +102,27 @@ export interface LimitDefinition<Ctx = RequestContext> {
    * another limit rejects the request (counts attempts, not admissions).
    */
   readonly countRejected?: boolean | undefined;
+  /**
+   * What the limit counts: `'all'` (default) every admitted request;
+   * `'failures'` only those settled as failures. The attempt is counted
+   * when it is admitted and given back by `decision.settle('success')`, so
+   * at most N are ever in flight or counted.
+   */
+  readonly count?: 'all' | 'failures' | undefined;
+  /**
+   * `count: 'failures'` over HTTP: which response statuses are failures. A
+   * list (`[401, 403]`) or a predicate; default: status >= 400. An aborted
+   * request is always a failure.
+   */
+  readonly failureStatus?: readonly number[] | ((status: number) => boolean) | undefined;
   /** HTTP status when this limit rejects. Default 503 for `key: 'global'`, else 429. */
   readonly status?: 429 | 503 | undefined;
   /** `closed` only: continuous store failure after which the limit rejects with 503. Default `'30s'`; 0 means at once. */
   readonly failClosedAfter?: Duration | undefined;
+  /** Requests this limit lets through unmetered (addresses/CIDRs, `{ principal }`, functions); `limiter.lists.of(name).allow` changes it at run time. */
+  readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
+  /** Requests this limit refuses with 403 before any store call; `limiter.lists.of(name).deny` changes it at run time. */
+  readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
 }
 
 /** A validated, normalised limit. */
@@ -99,7 +134,15 @@ export interface CompiledLimit {
   readonly params: AlgorithmParams;
   readonly keySpec: string;
   readonly key: (ctx: RequestContext) => string | undefined;
+  readonly count: 'all' | 'failures';
+  /** Whether a response status is a failure for this limit (`failureStatus`; default >= 400). */
+  readonly isFailure: (status: number) => boolean;
+  /** The static cost (1 when the cost comes from the request). */
   readonly cost: number;
+  /** The cost from the request (a cost function or `costFromContentLength`); throws or returns an invalid cost on error. */
+  readonly costOf: ((ctx: RequestContext) => number) | undefined;
+  /** Where the cost comes from: `'static'`, `'function'` or `'content-length'`. */
+  readonly costSpec: 'static' | 'function' | 'content-length';
   readonly reason: string | undefined;
   readonly acknowledgeFailOpen: string | undefined;
   readonly shadow: boolean;
@@ -107,6 +150,10 @@ export interface CompiledLimit {
   readonly countRejected: boolean;
   readonly status: 429 | 503;
   readonly failClosedAfterMs: number;
+  /** This limit's allow list (skips the limit). */
+  readonly allow: AccessList;
+  /** This limit's deny list (403 for the whole request). */
+  readonly deny: AccessList;
   /** Identifies this limit's state in a store: name and algorithm, so a changed algorithm never reads old state. */
   readonly id: string;
 }
@@ -132,18 +179,20 @@ export interface LimitResult {
   readonly purpose: Purpose;
   /** Set when this limit was decided by its fail mode. */
   readonly failMode?: OnError | undefined;
+  /** Set when an allow or deny list decided this limit (the limiter's own or the limit's): it was not metered. */
+  readonly listed?: 'allow' | 'deny' | undefined;
 }
 
 /** The overall verdict. */
-export type Outcome = 'allowed' | 'rejected' | 'shadow-rejected' | 'fail-open' | 'degraded' | 'fail-closed';
+export type Outcome = 'allowed' | 'rejected' | 'shadow-rejected' | 'fail-open' | 'degraded' | 'fail-closed' | 'denied' | 'allowed-list';
 
 /** The answer to `limiter.check()`. */
 export interface Decision {
   readonly allowed: boolean;
-  /** 200 when allowed; 429 or 503 when rejected. */
-  readonly status: 200 | 429 | 503;
+  /** 200 when allowed; 429 or 503 when rejected; 403 when a deny list matched (outcome `'denied'`). */
+  readonly status: 200 | 403 | 429 | 503;
   readonly outcome: Outcome;
-  /** Name of the deciding limit when rejected (the first, most specific, rejecting limit). */
+  /** Name of the deciding limit when rejected (the first, most specific, rejecting limit; for `'denied'`, the limit whose deny list matched, `undefined` for the limiter's own). */
   readonly limit: string | undefined;
   /** Earliest time (ms from now) at which the whole chain would admit the same request; 0 if allowed; `Infinity` if never. */
   readonly retryAfterMs: number;
@@ -153,6 +202,15 @@ export interface Decision {
   readonly results: readonly LimitResult[];
   /** Frees concurrency leases taken by this decision. Idempotent; a no-op when there are none. */
   release(): Promise<void>;
+  /**
+   * Says how the work went, for `count: 'failures'` limits: `'success'`
+   * gives their attempt back (an atomic store refund), `'failure'` keeps it
+   * counted; `{ status }` lets each limit classify an HTTP status by its
+   * `failureStatus`. Only the first call counts; later ones do nothing.
+   * Never rejects (a failed refund is reported on `ratecontract:store-error`
+   * and the attempt stays counted: the strict side).
+   */
+  settle(outcome: 'success' | 'failure' | { readonly status: number }): Promise<void>;
 }
 
 /** Options of one check. */

@@ -101,6 +101,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       !t.body &&
       !t.headers &&
       !t.leases &&
+      !t.settles &&
       !isAdvertising(false, this.response) &&
       typeof limiter.checkSync === 'function';
   }
@@ -162,9 +163,10 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).headers;
   }
 
-  /** Whether a decision of `limiter` can hold something to release (concurrency leases). */
+  /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle). */
   holdsLeases(limiter: Limiter): boolean {
-    return this.#traitsOf(limiter).leases;
+    const t = this.#traitsOf(limiter);
+    return t.leases || t.settles;
   }
 
   /** Decides one request. Never rejects. */
@@ -293,14 +295,14 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     const advertising = isAdvertising(authenticated, this.response);
     if (goesOnAsIs(decision) && !advertising) {
       // Nothing to tell this caller: the common case, without building a response.
-      return { kind: 'proceed', decision, headers: NO_FIELDS, leases: this.#traitsOf(limiter).leases };
+      return { kind: 'proceed', decision, headers: NO_FIELDS, leases: this.holdsLeases(limiter) };
     }
     const keys = this.response.partitionKeys && advertising ? decisionKeys(decision) : undefined;
     const keyOf = keys === undefined ? undefined : (l: CompiledLimit): string | undefined => keys[limiter.limits.indexOf(l)];
     const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
     if (!decision.allowed) return this.#reject(decision, mapped);
     if (decision.delayMs > 0) return this.#wait(decision, mapped, limiter, facts);
-    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.#traitsOf(limiter).leases };
+    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.holdsLeases(limiter) };
   }
 
   /** A rejection: answered at once; anything the decision holds is released in the background (release never rejects). */
@@ -316,7 +318,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       await decision.release();
       return { kind: 'gone', decision };
     }
-    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.#traitsOf(limiter).leases };
+    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.holdsLeases(limiter) };
   }
 
   /** The 503 answer to anything unexpected; releases `decision`. Never rejects. */

@@ -1,4 +1,4 @@
-export { mapDecision, advertisedLimits, isAdvertising, partitionKey, unavailableResponse, contentTooLargeResponse, NEVER_FITS_STATUS, type HttpResponse, type MapContext } from './respond.js';
+export { mapDecision, advertisedLimits, isAdvertising, partitionKey, unavailableResponse, contentTooLargeResponse, forbiddenResponse, NEVER_FITS_STATUS, type HttpResponse, type MapContext } from './respond.js';
 export { resolveResponseOptions, type ResponseOptions, type ResolvedResponseOptions, type Advertise, type HeaderShape } from './response-options.js';
 export { policyField, rateLimitField, legacyPolicyField, draft7RateLimitField, draft6Fields, type AdvertisedLimit } from './fields.js';
 export { PROBLEM_TYPES, PROBLEM_MEDIA_TYPE, problemBody, type ProblemDetails } from './problem.js';

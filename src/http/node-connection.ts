@@ -67,7 +67,8 @@ export function setHeaders(res: ServerResponse, headers: Readonly<Record<string,
  * destroyed socket (and at once if it is already gone).
  */
 export function releaseWhenDone(decision: Decision, socket: Socket, res: ServerResponse): void {
-  const release = releaseOnce(decision);
+  // Settled by the status once the response finished; a connection closed before that is an aborted request: a failure.
+  const release = releaseOnce(decision, () => (res.writableFinished ? res.statusCode : undefined));
   if (socket.destroyed || res.closed) release();
   else {
     res.once('finish', release);

@@ -89,7 +89,7 @@ export function advertisedLimits(decision: Decision, context: MapContext, o: Res
       name: l.name,
       q,
       w: concurrency ? undefined : Math.max(1, Math.ceil(r.windowMs / 1000)),
-      qu: concurrency ? 'concurrent-requests' : undefined,
+      qu: concurrency ? 'concurrent-requests' : l.costSpec === 'content-length' ? 'content-bytes' : undefined,
       pk,
       r: remaining,
       t,
@@ -156,6 +156,7 @@ function problem(decision: Decision, never: boolean, seconds: number, violated: 
  * - Allowed: status 200 and, when advertising, the rate-limit fields to add to the application's response.
  * - Rejected: the deciding limit's status (429 per-client, 503 global / shedding / fail-closed), `Retry-After` =
  *   ceil(retryAfterMs / 1000), `Cache-Control: no-store`, and an RFC 9457 problem+json body.
+ * - Denied by an allow/deny list (outcome `'denied'`): 403, problem+json, no `Retry-After` and no rate-limit fields.
  * - Rejected with `retryAfterMs === Infinity` (the cost can never fit): 413 without `Retry-After`, since no wait helps.
  *
  * Unauthenticated callers (with `advertise: 'authenticated'`) get no policy names, fields or partition keys.
@@ -168,6 +169,7 @@ export function mapDecision(decision: Decision, context: MapContext, o: Resolved
     if (advertising) addFields(headers, decision, limits, o);
     return { status: 200, headers, body: undefined };
   }
+  if (decision.outcome === 'denied') return forbiddenResponse();
   const never = !Number.isFinite(decision.retryAfterMs);
   const seconds = never ? 0 : retryAfterSeconds(decision.retryAfterMs);
   if (!never) headers['Retry-After'] = String(seconds);
@@ -177,6 +179,15 @@ export function mapDecision(decision: Decision, context: MapContext, o: Resolved
   const violated = advertising ? limits.filter((l) => l.violated).map((l) => l.name) : undefined;
   const body = problemBody(problem(decision, never, seconds, violated));
   return { status: never ? NEVER_FITS_STATUS : decision.status, headers, body };
+}
+
+/** The answer to a request a deny list matched: 403, no `Retry-After` (no wait helps), no policy information. */
+export function forbiddenResponse(): HttpResponse {
+  return {
+    status: 403,
+    headers: { 'Cache-Control': 'no-store', 'Content-Type': PROBLEM_MEDIA_TYPE },
+    body: problemBody({ type: 'about:blank', title: 'Forbidden', status: 403, detail: 'This client may not make this request; retrying will not help.' }),
+  };
 }
 
 /** The answer when something unexpected failed (never a 500): 503, `Retry-After`, no policy information. */

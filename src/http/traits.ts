@@ -4,12 +4,14 @@ import type { Limiter } from '../core/limiter.js';
 export interface Traits {
   /** A `body.*` key. */
   readonly body: boolean;
-  /** A `header.*` key or a key function (which may read any header). */
+  /** A `header.*` key, a key or cost function (which may read any header), or a cost from `Content-Length`. */
   readonly headers: boolean;
   /** A `query.*` key or a key function (which may read the query). */
   readonly query: boolean;
   /** A concurrency limit (its decisions hold leases). */
   readonly leases: boolean;
+  /** A `count: 'failures'` limit (its decisions are settled when the response finishes). */
+  readonly settles: boolean;
 }
 
 const traitsOf = new WeakMap<Limiter, Traits>();
@@ -20,9 +22,10 @@ export function traits(limiter: Limiter): Traits {
     const specs = limiter.limits.map((l) => l.keySpec);
     t = {
       body: specs.some((k) => k.startsWith('body.')),
-      headers: specs.some((k) => k.startsWith('header.') || k === 'function'),
-      query: specs.some((k) => k.startsWith('query.') || k === 'function'),
+      headers: specs.some((k) => k.startsWith('header.') || k === 'function') || limiter.limits.some((l) => l.costSpec !== 'static'),
+      query: specs.some((k) => k.startsWith('query.') || k === 'function') || limiter.limits.some((l) => l.costSpec === 'function'),
       leases: limiter.limits.some((l) => l.algorithm === 'concurrency'),
+      settles: limiter.limits.some((l) => l.count === 'failures'),
     };
     traitsOf.set(limiter, t);
   }

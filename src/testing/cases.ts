@@ -17,7 +17,14 @@ export type ConformanceStep =
   /** Evaluates one chain; with `refund`, then gives back what it consumed (as the limiter does when another store rejects). */
   | { readonly check: readonly ConformanceOp[]; readonly refund?: boolean }
   /** Releases the leases taken by the check at step index `release`. */
-  | { readonly release: number };
+  | { readonly release: number }
+  /**
+   * Gives back, now, what the check at step index `settle` consumed, at that
+   * check's own instant (as `decision.settle('success')` does on a
+   * `count: 'failures'` limit): a key whose state has since expired or rolled
+   * over must be left as it is, and no state may go below fresh.
+   */
+  | { readonly settle: number };
 
 /** A named script over a chain of limits. */
 export interface ConformanceCase {
@@ -83,6 +90,30 @@ function randomSteps(shape: RandomShape, firstIndex: number): ConformanceStep[] 
       steps.push({ check: ops, refund: rnd() < 0.12 });
     }
   }
+  return steps;
+}
+
+/** One limit per windowed algorithm, limit 3 per second (as `count: 'failures'` limits see them: concurrency has no settle). */
+const SETTLE_CHAIN: readonly LimitDefinition[] = (['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra'] as const).map((a) =>
+  def(`settle-${a}`, a, 3, 1000),
+);
+
+/** Each limit alone, so a rejection elsewhere never stops a consume: check, settle late, settle twice, settle after expiry. */
+function settleSteps(): ConformanceStep[] {
+  const steps: ConformanceStep[] = [];
+  SETTLE_CHAIN.forEach((_, li) => {
+    const at = (): number => steps.length;
+    const one = (key = 'a', cost = 1): ConformanceStep => ({ check: [[li, key, cost]] });
+    const first = at();
+    steps.push(one(), { advance: 100 }, one(), { advance: 100 });
+    const third = at();
+    steps.push(one(), one(), { settle: first }, { settle: first }, one(), one(), { advance: 50 }, { settle: third }, one(), one());
+    // A check, then the key expires (or its window rolls over) before the settle arrives.
+    const stale = at();
+    steps.push({ advance: 3000 }, one('b', 2));
+    steps.push({ advance: 2500 }, one('b'), { settle: stale + 1 }, one('b'), one('b'), one('b'), one('b'));
+    steps.push({ advance: 5000 });
+  });
   return steps;
 }
 
@@ -164,6 +195,11 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: 'shadow limits never block; countRejected limits consume when they admit',
     limits: SHADOW_CHAIN,
     steps: shadowSteps(),
+  },
+  {
+    name: 'a settled success is given back later, at its own instant; a stale one changes nothing',
+    limits: SETTLE_CHAIN,
+    steps: settleSteps(),
   },
   {
     name: 'keys of any bytes stay apart',

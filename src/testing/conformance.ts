@@ -77,7 +77,7 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
   const limits: CompiledLimit[] = c.limits.map((d, i) => compileLimit(d, `limits[${i}]`, new Set()));
   const reference = new ReferenceStore();
   const clock = new ManualClock(start);
-  const checks = new Map<number, { ops: StoreOp[]; results: StoreOpResult[] }>();
+  const checks = new Map<number, { ops: StoreOp[]; results: StoreOpResult[]; now: number }>();
   let lastRetry = 0;
   for (let s = 0; s < c.steps.length; s++) {
     const step = c.steps[s];
@@ -101,7 +101,7 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
         throw new ConformanceError(c.name, s, `evaluate failed: ${error instanceof Error ? error.message : String(error)}`);
       }
       compare(c.name, s, now, ops, want, got);
-      checks.set(s, { ops, results: want });
+      checks.set(s, { ops, results: want, now });
       lastRetry = 0;
       ops.forEach((op, i) => {
         const r = want[i] as StoreOpResult;
@@ -113,6 +113,16 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
           await reference.refund(give, now);
           await store.refund(give, now);
         }
+      }
+    } else if ('settle' in step) {
+      const taken = checks.get(step.settle);
+      if (taken === undefined) continue;
+      const give = taken.ops.filter((op, i) => (taken.results[i] as StoreOpResult).consumed && !op.limit.countRejected && op.limit.algorithm !== 'concurrency');
+      // Once per check, as settle() is.
+      checks.delete(step.settle);
+      if (give.length > 0) {
+        await reference.refund(give, taken.now);
+        await store.refund(give, taken.now);
       }
     } else {
       const taken = checks.get(step.release);

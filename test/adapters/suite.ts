@@ -57,6 +57,69 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
 
     const perIp = (limit: number, window: LimitDefinition['window'] = '1m'): LimitDefinition => ({ name: 'per-ip', purpose: 'abuse', limit, window, key: 'ip' });
 
+    it('answers a denied client 403 problem+json without Retry-After; an allow-listed one skips the limit; lists change at run time', async () => {
+      const f = await start([perIp(1)], { advertise: 'always' });
+      f.limiter.lists.deny.add('127.0.0.1');
+      for (let i = 0; i < 3; i++) {
+        const r = await raw(f.app.url, '/hello');
+        expect(r.status).toBe(403);
+        expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(r.headers['retry-after']).toBeUndefined();
+        expect(r.headers['ratelimit-policy']).toBeUndefined();
+        expect(JSON.parse(r.body)).toMatchObject({ status: 403, title: 'Forbidden' });
+      }
+      f.limiter.lists.deny.clear();
+      f.limiter.lists.allow.add('127.0.0.0/8');
+      for (let i = 0; i < 3; i++) {
+        const r = await raw(f.app.url, '/hello');
+        expect(r.status).toBe(200);
+        expect(r.headers['x-outcome']).toBe('allowed-list');
+      }
+      f.limiter.lists.allow.clear();
+      expect((await raw(f.app.url, '/hello')).status).toBe(200);
+      expect((await raw(f.app.url, '/hello')).status).toBe(429);
+    });
+
+    it('prices a request by its declared Content-Length, advertises qu="content-bytes", and answers a broken cost 413, never 500', async () => {
+      const upload: LimitDefinition = { name: 'upload', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1m', costFromContentLength: true };
+      const f = await start([upload], { advertise: 'always' });
+      const body = JSON.stringify({ pad: 'x'.repeat(50) }); // 60 bytes
+      const post = (b: string): ReturnType<typeof raw> => raw(f.app.url, '/echo', { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(b)) }, body: b });
+      const first = await post(body);
+      expect(first.status).toBe(200);
+      expect(first.headers['ratelimit-policy']).toMatch(/^"upload";q=100;qu="content-bytes";w=60(;|$)/);
+      expect(first.headers['ratelimit']).toMatch(/^"upload";r=40;/);
+      const second = await post(body);
+      expect(second.status).toBe(429);
+      // More than the limit can ever admit: 413, no Retry-After.
+      const huge = await post(JSON.stringify('x'.repeat(99)));
+      expect(huge.status).toBe(413);
+      expect(huge.headers['retry-after']).toBeUndefined();
+      // No Content-Length (chunked): a cost error, answered like a cost that never fits.
+      const chunked = await raw(f.app.url, '/echo', { method: 'POST', body: 'abc', chunked: true });
+      expect(chunked.status).toBe(413);
+    });
+
+    it('answers a throwing cost function 413 (the strict side), never 500', async () => {
+      const f = await start([{ name: 'gql', purpose: 'shedding', limit: 10, window: '1m', cost: () => { throw new Error('parse error'); } }]);
+      const r = await raw(f.app.url, '/hello');
+      expect(r.status).toBe(413);
+    });
+
+    it("settles count: 'failures' by the response: successes are given back, a 500 and an aborted request are counted", async () => {
+      const f = await start([{ name: 'per-ip', purpose: 'abuse', limit: 2, window: '1m', key: 'ip', count: 'failures' }]);
+      for (let i = 0; i < 6; i++) {
+        expect((await raw(f.app.url, '/hello')).status, `success ${i}`).toBe(200);
+        await f.settled();
+      }
+      expect((await raw(f.app.url, '/boom')).status).toBe(500);
+      await f.settled();
+      await abortAfterStart(f.app.url, '/slow', f.started);
+      await f.settled();
+      // Two failures counted: the limit (2) is reached.
+      await eventually(async () => (await raw(f.app.url, '/hello')).status === 429);
+    });
+
     it('lets a request through, exposes the decision, and tells an anonymous caller nothing', async () => {
       const { app } = await start([perIp(5)]);
       const r = await fetch(`${app.url}/hello`);

@@ -14,6 +14,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const PINNED: Record<string, readonly string[]> = {
   '.': [
+    'AccessEntry',
+    'AccessList',
+    'AccessPredicate',
     'Algorithm',
     'AlgorithmName',
     'AlgorithmParams',
@@ -29,6 +32,8 @@ const PINNED: Record<string, readonly string[]> = {
     'CompiledLimit',
     'ConcurrencyState',
     'ConfigError',
+    'CostErrorEvent',
+    'CostFunction',
     'DEFAULT_DEADLINE_MS',
     'DEFAULT_FAIL_CLOSED_AFTER_MS',
     'DEFAULT_MAX_IN_FLIGHT',
@@ -51,7 +56,9 @@ const PINNED: Record<string, readonly string[]> = {
     'LimitDefinition',
     'LimitResult',
     'Limiter',
+    'LimiterLists',
     'LimiterOptions',
+    'ListErrorEvent',
     'MAX_RAW_KEY_LENGTH',
     'ManualClock',
     'MemoryStore',
@@ -144,6 +151,7 @@ const PINNED: Record<string, readonly string[]> = {
     'declaredLength',
     'draft6Fields',
     'draft7RateLimitField',
+    'forbiddenResponse',
     'formatIp',
     'ipKey',
     'isAdvertising',

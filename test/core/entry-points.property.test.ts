@@ -11,7 +11,9 @@
  *
  * and each must give the same whole decision (as JSON), publish the same
  * decision and key-error events, and run every key function exactly once
- * per check.
+ * per check (never for a limit an allow or deny list decided: lists match
+ * at random, the limiter's deny and allow lists and the first limit's allow
+ * list).
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import fc from 'fast-check';
@@ -91,6 +93,10 @@ interface LimitSpec {
   readonly limit: number;
   /** 'ip': the built-in spec; 'fn': a key function that may return undefined or throw. */
   readonly key: 'ip' | 'fn';
+  /** Whether the limit's cost is a function of the request (which may throw or return an invalid cost). */
+  readonly costFn: boolean;
+  /** `count: 'failures'` (not on concurrency). */
+  readonly failures: boolean;
 }
 
 interface Step {
@@ -100,6 +106,12 @@ interface Step {
   readonly fn: 'key' | 'absent' | 'throw';
   readonly cost: number | undefined;
   readonly fail: boolean;
+  /** Which list matches this request: none, the limiter's deny or allow list, or the first limit's allow list. */
+  readonly list: 'none' | 'deny' | 'allow' | 'allow-l0';
+  /** What a cost function returns for this request ('throw': it throws). */
+  readonly fnCost: number | 'throw';
+  /** How the decision is settled after the check. */
+  readonly settle: 'success' | 'failure' | 'none';
 }
 
 const limitSpec = fc.record({
@@ -108,6 +120,8 @@ const limitSpec = fc.record({
   queue: fc.boolean(),
   limit: fc.integer({ min: 1, max: 4 }),
   key: fc.constantFrom<'ip' | 'fn'>('ip', 'fn'),
+  costFn: fc.boolean(),
+  failures: fc.boolean(),
 });
 const step = fc.record({
   advance: fc.integer({ min: 0, max: 600 }),
@@ -115,6 +129,9 @@ const step = fc.record({
   fn: fc.constantFrom<'key' | 'absent' | 'throw'>('key', 'key', 'absent', 'throw'),
   cost: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
   fail: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
+  list: fc.constantFrom<Step['list']>('none', 'none', 'none', 'deny', 'allow', 'allow-l0'),
+  fnCost: fc.constantFrom<number | 'throw'>(1, 1, 2, 9, 0, 1.5, 'throw'),
+  settle: fc.constantFrom<Step['settle']>('success', 'failure', 'none'),
 });
 
 /** One entry point under test: its limiter, how it checks, and the key-function calls it made. */
@@ -134,6 +151,17 @@ function definitions(specs: readonly LimitSpec[], calls: number[], current: () =
     limit: l.limit,
     window: 1000,
     shadow: l.shadow,
+    ...(i === 0 ? { allow: [() => current().list === 'allow-l0'] } : {}),
+    ...(l.failures && l.algorithm !== 'concurrency' ? { count: 'failures' as const } : {}),
+    ...(l.costFn
+      ? {
+          cost: (): number => {
+            const c = current().fnCost;
+            if (c === 'throw') throw new Error('cannot price');
+            return c;
+          },
+        }
+      : {}),
     ...(l.algorithm === 'leaky-bucket' && l.queue ? { mode: 'queue' as const } : {}),
     ...(['token-bucket', 'leaky-bucket', 'gcra'].includes(l.algorithm) ? { burst: l.limit + 1 } : {}),
     key:
@@ -158,7 +186,13 @@ describe('every entry point makes the same decision, events and key-function cal
         const make = (name: string, storeOf: (f: Failing) => Store, how: 'check' | 'sync'): void => {
           const failing = new FailingMemoryStore();
           const calls: number[] = [];
-          const limiter = createLimiter({ clock, store: storeOf(failing), limits: definitions(specs, calls, () => current) });
+          const limiter = createLimiter({
+            clock,
+            store: storeOf(failing),
+            limits: definitions(specs, calls, () => current),
+            deny: [() => current.list === 'deny'],
+            allow: [() => current.list === 'allow'],
+          });
           lanes.push({
             name,
             limiter,
@@ -183,8 +217,10 @@ describe('every entry point makes the same decision, events and key-function cal
         let active = -1;
         const onDecision = (m: unknown): void => void events.push({ lane: active, channel: 'decision', payload: JSON.stringify((m as { decision: Decision }).decision) });
         const onKeyError = (m: unknown): void => void events.push({ lane: active, channel: 'key-error', payload: (m as { limit: string }).limit });
+        const onCostError = (m: unknown): void => void events.push({ lane: active, channel: 'cost-error', payload: JSON.stringify({ limit: (m as { limit: string }).limit, cost: (m as { cost: number }).cost }) });
         subscribe(CHANNELS.decision, onDecision);
         subscribe(CHANNELS.keyError, onKeyError);
+        subscribe(CHANNELS.costError, onCostError);
         try {
           for (const s of steps) {
             current = s;
@@ -194,10 +230,13 @@ describe('every entry point makes the same decision, events and key-function cal
               lane.failing.failing = s.fail;
               const before = [...lane.calls];
               active = j;
-              decisions.push(JSON.stringify(await lane.check({ ip: s.ip }, s.cost)));
-              // Each key function ran exactly once for this check.
+              const d = await lane.check({ ip: s.ip }, s.cost);
+              decisions.push(JSON.stringify(d));
+              if (s.settle !== 'none') await d.settle(s.settle);
+              // Each key function ran exactly once for this check (never for a limit the lists decided).
               specs.forEach((l, i) => {
-                if (l.key === 'fn') expect((lane.calls[i] ?? 0) - (before[i] ?? 0), `${lane.name}: key function l${i}`).toBe(1);
+                const listed = s.list === 'deny' || s.list === 'allow' || (s.list === 'allow-l0' && i === 0);
+                if (l.key === 'fn') expect((lane.calls[i] ?? 0) - (before[i] ?? 0), `${lane.name}: key function l${i}`).toBe(listed ? 0 : 1);
               });
             }
             for (const [j, d] of decisions.entries()) expect(d, `${(lanes[j] as Lane).name} vs fast check`).toBe(decisions[0]);
@@ -205,6 +244,7 @@ describe('every entry point makes the same decision, events and key-function cal
         } finally {
           unsubscribe(CHANNELS.decision, onDecision);
           unsubscribe(CHANNELS.keyError, onKeyError);
+          unsubscribe(CHANNELS.costError, onCostError);
           for (const lane of lanes) lane.limiter.close();
         }
         // The same events, in the same order, from every lane.

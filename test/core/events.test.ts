@@ -36,6 +36,10 @@ class Flaky implements Store {
   }
 }
 
+function thrower(): never {
+  throw new Error('list lookup failed');
+}
+
 const seen: Array<{ channel: keyof typeof CHANNELS; payload: Record<string, unknown> }> = [];
 const subscriptions: Array<[string, (m: unknown) => void]> = [];
 for (const key of Object.keys(CHANNELS) as Array<keyof typeof CHANNELS>) {
@@ -61,13 +65,18 @@ describe('event payloads', () => {
       heartbeatMs: 10,
       store: flaky,
       stores: { other: healthy },
+      // list-error, from the limiter's list and a limit's
+      deny: [(c) => (c.ip === 'boom' ? thrower() : false)],
       limits: [
-        { name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: 5, window: '15m', key: 'principal', failClosedAfter: '1s' },
+        { name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: 5, window: '15m', key: 'principal', failClosedAfter: '1s', allow: [(c) => (c.ip === 'boom' ? thrower() : false)] },
         { name: 'inflight', purpose: 'shedding', algorithm: 'concurrency', limit: 5, window: '30s', key: 'principal' },
         { name: 'tight', purpose: 'shedding', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip', store: 'other' },
         { name: 'throws', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: () => { throw new Error('token expired'); } },
       ],
     });
+    await (await limiter.check({ principal: 'u', ip: 'boom' })).release();
+    // cost-error (its own limiter, so the chain above keeps its figures)
+    await createLimiter({ limits: [{ name: 'priced', purpose: 'shedding', limit: 5, window: '1m', cost: () => thrower() }] }).check({ ip: 'a' });
     // decision, key-error, replicas (heartbeat answers 2)
     const ok = await limiter.check({ principal: 'u', ip: 'a' });
     await new Promise((r) => setTimeout(r, 30));

@@ -121,11 +121,13 @@ export function rateLimit<E extends Env = Env, Ctx extends object = RequestConte
       return undefined;
     }
     const signal = raw.signal;
-    const release = releaseOnce(decision);
+    let status: number | undefined;
+    const release = releaseOnce(decision, () => status);
     if (signal.aborted) release();
     else signal.addEventListener('abort', release, { once: true });
     try {
       await next();
+      status = c.res.status;
     } finally {
       signal.removeEventListener('abort', release);
       release();
