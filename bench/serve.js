@@ -1,7 +1,7 @@
 // ratecontract serve --upstream vs the bare upstream, nginx limit_req (one worker) and a plain undici proxy.
-// Usage: node bench/serve.js [--duration 5] [--connections 50] [--redis]   (needs wrk; nginx optional; from the repo root after npm run build)
+// Usage: node bench/serve.js [--duration 5] [--connections 50] [--rounds 3] [--redis] [--no-pin] [--compare OTHER_DIST_DIR]   (needs wrk; nginx optional; from the repo root after npm run build)
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -21,8 +21,12 @@ process.on('exit', () => {
 });
 const dir = mkdtempSync(join(tmpdir(), 'rc-bench-serve-'));
 
-function start(cmd, argv, ready) {
-  const p = spawn('timeout', ['--signal=KILL', '600', cmd, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+// Pinned: the server under test on CPU 0; the upstream, wrk and redis-server on CPU 1 (--no-pin to let them float).
+const PIN = !args.includes('--no-pin');
+const pinned = (cpu, cmd, argv) => (PIN ? ['taskset', ['-c', String(cpu), 'timeout', '--signal=KILL', '600', cmd, ...argv]] : ['timeout', ['--signal=KILL', '600', cmd, ...argv]]);
+
+function start(cmd, argv, ready, cpu = 0) {
+  const p = spawn(...pinned(cpu, cmd, argv), { stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(p);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -46,26 +50,50 @@ function freePort() {
   });
 }
 
-function wrk(url) {
-  const text = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${DURATION}s`, '--latency', url], { encoding: 'utf8' });
+// CPU seconds (user + system) used so far by a process and its descendants, from /proc (Linux).
+function treeCpu(pid) {
+  let ticks = 0;
+  const walk = (id) => {
+    try {
+      const stat = readFileSync(`/proc/${id}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+      for (const t of readdirSync(`/proc/${id}/task`)) {
+        for (const c of readFileSync(`/proc/${id}/task/${t}/children`, 'utf8').split(' ').filter(Boolean)) walk(Number(c));
+      }
+    } catch {
+      // gone
+    }
+  };
+  walk(pid);
+  return ticks / 100; // USER_HZ
+}
+
+function wrk(url, pid) {
+  const cpu0 = pid === undefined ? 0 : treeCpu(pid);
+  const [cmd, argv] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${DURATION}s`, '--latency', url]);
+  const text = execFileSync(cmd, argv, { encoding: 'utf8' });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)[1]);
   const p99raw = /99%\s+([\d.]+)(us|ms|s)/.exec(text);
   const p99 = Number(p99raw[1]) * (p99raw[2] === 'us' ? 0.001 : p99raw[2] === 's' ? 1000 : 1);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
-  return { rps, p99, non2xx };
+  const requests = Number(/(\d+) requests in/.exec(text)[1]);
+  // CPU time of the server under test per request: less sensitive than req/s to what else the machine runs.
+  const cpuUs = pid === undefined ? undefined : ((treeCpu(pid) - cpu0) * 1e6) / requests;
+  return { rps, p99, non2xx, cpuUs };
 }
 
 // The upstream: a trivial node:http server in its own process.
 const upPort = await freePort();
 const upstreamSrc = `require('http').createServer((q,r)=>{r.setHeader('content-type','text/plain');r.end('ok')}).listen(${upPort},'127.0.0.1',()=>console.log('up'))`;
-await start(process.execPath, ['-e', upstreamSrc], (o) => o.includes('up'));
+const upProc = await start(process.execPath, ['-e', upstreamSrc], (o) => o.includes('up'), 1);
 const upstream = `http://127.0.0.1:${upPort}`;
 
 // A plain Node proxy with no limiting: undici pool, streamed.
 const plainPort = await freePort();
 const plainSrc = `const {Pool}=require(${JSON.stringify(join(ROOT, 'node_modules', 'undici'))});const pool=new Pool(${JSON.stringify(upstream)},{connections:128});
 require('http').createServer(async(q,r)=>{try{const a=await pool.request({method:q.method,path:q.url,headers:{'x-forwarded-for':q.socket.remoteAddress},body:q.method==='GET'||q.method==='HEAD'?null:q});r.writeHead(a.statusCode,a.headers);a.body.pipe(r)}catch{r.statusCode=502;r.end()}}).listen(${plainPort},'127.0.0.1',()=>console.log('plain'))`;
-await start(process.execPath, ['-e', plainSrc], (o) => o.includes('plain'));
+const plainProc = await start(process.execPath, ['-e', plainSrc], (o) => o.includes('plain'));
 
 // One per-IP limit far above what the benchmark sends, so every request is checked and admitted.
 const contract = `limits:
@@ -75,22 +103,27 @@ routes:
 `;
 writeFileSync(join(dir, 'contract.yaml'), contract);
 
-async function serveProxy(extra) {
-  const { m } = await start(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'serve', '--config', join(dir, 'contract.yaml'), '--upstream', upstream, '--port', '0', '--admin-port', '0', ...extra], (o) => /listening (http:\/\/\S+)/.exec(o));
-  return m[1];
+async function serveProxy(extra, dist = join(ROOT, 'dist')) {
+  const { p, m } = await start(process.execPath, [join(dist, 'cli', 'main.js'), 'serve', '--config', join(dir, 'contract.yaml'), '--upstream', upstream, '--port', '0', '--admin-port', '0', ...extra], (o) => /listening (http:\/\/\S+)/.exec(o));
+  return { url: m[1], pid: p.pid };
 }
 
-const rows = [];
-const run = (name, url) => {
-  wrk(url); // warm-up pass, discarded
-  const r = wrk(url);
-  rows.push({ name, ...r });
-  console.error(`${name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}`);
-};
+// Targets are gathered first, then measured in ROUNDS interleaved rounds (each after a discarded warm-up
+// pass); a row is the median round, so a burst of noise from elsewhere on the machine hits every target alike.
+const ROUNDS = Number(opt('rounds', '3'));
+const targets = [];
+const run = (name, url, pid) => targets.push({ name, url, pid });
 
-run('bare upstream', `${upstream}/x`);
-run('plain undici proxy', `http://127.0.0.1:${plainPort}/x`);
-run('ratecontract serve (memory)', `${await serveProxy([])}/x`);
+run('bare upstream', `${upstream}/x`, upProc.p.pid);
+run('plain undici proxy', `http://127.0.0.1:${plainPort}/x`, plainProc.p.pid);
+const mem = await serveProxy([]);
+run('ratecontract serve (memory)', `${mem.url}/x`, mem.pid);
+// --compare DIR: also measure another build's dist/ (an A/B of a change, in the same run).
+const compare = opt('compare', undefined);
+if (compare !== undefined) {
+  const other = await serveProxy([], compare);
+  run(`ratecontract serve (memory, ${compare})`, `${other.url}/x`, other.pid);
+}
 
 let nginx = false;
 try {
@@ -111,7 +144,7 @@ http { access_log off; limit_req_zone $binary_remote_addr zone=perip:10m rate=10
   server { listen 127.0.0.1:${port}; location / { limit_req zone=perip burst=100000000 nodelay; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://up; } } }
 `,
   );
-  const p = spawn('timeout', ['--signal=KILL', '600', 'nginx', '-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' });
+  const p = spawn(...pinned(0, 'nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir]), { stdio: 'ignore' });
   children.add(p);
   for (let i = 0; i < 50; i++) {
     try {
@@ -121,21 +154,36 @@ http { access_log off; limit_req_zone $binary_remote_addr zone=perip:10m rate=10
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  run('nginx limit_req (1 worker)', `http://127.0.0.1:${port}/x`);
+  run('nginx limit_req (1 worker)', `http://127.0.0.1:${port}/x`, p.pid);
 }
 
 if (args.includes('--redis')) {
   const rport = await freePort();
-  await start('redis-server', ['--port', String(rport), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], (o) => o.includes('Ready to accept'));
-  run('ratecontract serve (redis)', `${await serveProxy(['--redis', `redis://127.0.0.1:${rport}`])}/x`);
+  await start('redis-server', ['--port', String(rport), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], (o) => o.includes('Ready to accept'), 1);
+  const red = await serveProxy(['--redis', `redis://127.0.0.1:${rport}`]);
+  run('ratecontract serve (redis)', `${red.url}/x`, red.pid);
 }
 
+for (const t of targets) wrk(t.url);
+const samples = new Map(targets.map((t) => [t.name, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const t of targets) {
+    const r = wrk(t.url, t.pid);
+    samples.get(t.name).push(r);
+    console.error(`round ${round + 1} ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}, ${r.cpuUs?.toFixed(1)} us CPU/request`);
+  }
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const rows = targets.map((t) => {
+  const s = samples.get(t.name);
+  return { name: t.name, rps: median(s.map((r) => r.rps)), p99: median(s.map((r) => r.p99)), cpuUs: median(s.map((r) => r.cpuUs)), non2xx: s.reduce((a, r) => a + r.non2xx, 0) };
+});
 const by = Object.fromEntries(rows.map((r) => [r.name, r]));
 const base = by['ratecontract serve (memory)'];
-console.log(JSON.stringify({ duration: DURATION, connections: CONNECTIONS, rows }, null, 2));
-for (const other of ['bare upstream', 'plain undici proxy', 'nginx limit_req (1 worker)', 'ratecontract serve (redis)']) {
+console.log(JSON.stringify({ duration: DURATION, connections: CONNECTIONS, rounds: ROUNDS, pinned: PIN, rows }, null, 2));
+for (const other of ['bare upstream', 'plain undici proxy', 'nginx limit_req (1 worker)', 'ratecontract serve (redis)', `ratecontract serve (memory, ${compare})`]) {
   const o = by[other];
-  if (o) console.log(`serve (memory) / ${other}: ${(base.rps / o.rps).toFixed(2)}x req/s, p99 ${(base.p99 / o.p99).toFixed(2)}x`);
+  if (o) console.log(`serve (memory) / ${other}: ${(base.rps / o.rps).toFixed(2)}x req/s, p99 ${(base.p99 / o.p99).toFixed(2)}x, CPU per request ${(base.cpuUs / o.cpuUs).toFixed(2)}x`);
 }
 for (const c of children) c.kill('SIGTERM');
 rmSync(dir, { recursive: true, force: true });

@@ -1,8 +1,8 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 
 /** Hop-by-hop fields (RFC 9110 section 7.6.1, and the older Proxy-Connection): never forwarded, either way. */
 const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'te', 'transfer-encoding', 'upgrade']);
@@ -44,6 +44,108 @@ export interface ReverseProxyOptions {
 function classify(error: unknown): 'timeout' | 'down' {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' ? 'timeout' : 'down';
+}
+
+/** Aborts an exchange whose client went away; never answered, only logged by undici as the cause. */
+const CLIENT_GONE = Object.freeze(Object.assign(new Error('the client closed the connection'), { code: 'RC_CLIENT_GONE' }));
+
+/**
+ * One proxied exchange, as an undici dispatch handler: the upstream's
+ * status and fields go to `res` once, its body chunks are written as they
+ * come (the upstream is paused while `res` is full), its trailers are
+ * added at the end. A client that goes away aborts the upstream request.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | undefined;
+  #paused = false;
+  #gone = false;
+  #done = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly resolve: () => void,
+    private readonly fail: (status: 502 | 504, detail: string) => void,
+    private readonly timeoutMs: number,
+  ) {
+    res.once('close', this.#onClose);
+  }
+
+  readonly #onClose = (): void => {
+    if (this.res.writableFinished) return;
+    this.#gone = true;
+    this.#controller?.abort(CLIENT_GONE);
+    this.#finish();
+  };
+
+  readonly #onDrain = (): void => {
+    this.#paused = false;
+    this.#controller?.resume();
+  };
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.res.off('close', this.#onClose);
+    this.res.off('drain', this.#onDrain);
+    this.resolve();
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#gone) controller.abort(CLIENT_GONE);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    const res = this.res;
+    if (res.destroyed) {
+      controller.abort(CLIENT_GONE);
+      return;
+    }
+    const named = headers.connection === undefined ? undefined : connectionNames(headers.connection);
+    const raw = controller.rawHeaders as Buffer[] | string[] | null | undefined;
+    const out: string[] = [];
+    if (Array.isArray(raw)) {
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        const name = String(raw[i]);
+        const lower = name.toLowerCase();
+        if (HOP_BY_HOP.has(lower) || named?.has(lower) === true) continue;
+        out.push(name, String(raw[i + 1]));
+      }
+    }
+    res.writeHead(statusCode, out);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#gone) return;
+    if (!this.res.write(chunk) && !this.#paused) {
+      this.#paused = true;
+      controller.pause();
+      this.res.once('drain', this.#onDrain);
+    }
+  }
+
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    if (this.#gone) return;
+    const names = Object.keys(trailers);
+    if (names.length > 0) {
+      const t: Record<string, string> = {};
+      for (const n of names) {
+        const v = trailers[n];
+        if (v !== undefined) t[n] = Array.isArray(v) ? v.join(', ') : v;
+      }
+      this.res.addTrailers(t);
+    }
+    this.res.end();
+    this.#finish();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (!this.#gone) {
+      const kind = classify(error);
+      this.fail(kind === 'timeout' ? 504 : 502, kind === 'timeout' ? `the upstream did not answer within ${this.timeoutMs} ms` : 'the upstream could not be reached');
+    }
+    this.#finish();
+  }
 }
 
 /**
@@ -107,14 +209,14 @@ export class ReverseProxy {
    * read it (a limit keyed on `body.*`), else the request stream is piped.
    * Never rejects: failures are answered 502 or 504 when nothing was sent
    * yet, else the client connection is cut.
+   *
+   * It drives undici's dispatcher directly rather than `pool.request()`: the
+   * upstream's body goes chunk by chunk into `res` (pausing the upstream
+   * while `res` is full), with no intermediate stream or AbortController per
+   * request, and the upstream's raw header list is forwarded as it came.
    */
-  async forward(req: IncomingMessage, res: ServerResponse, body: Uint8Array | undefined): Promise<void> {
+  forward(req: IncomingMessage, res: ServerResponse, body: Uint8Array | undefined): Promise<void> {
     const hasBody = body !== undefined || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    const abort = new AbortController();
-    const onClose = (): void => {
-      if (!res.writableFinished) abort.abort();
-    };
-    res.once('close', onClose);
     const headers = this.#requestHeaders(req, false);
     let requestBody: Uint8Array | IncomingMessage | null = null;
     if (body !== undefined) {
@@ -122,70 +224,10 @@ export class ReverseProxy {
       // The bytes the guard read: their own length (the client's framing field is gone with the stream).
       for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).toLowerCase() === 'content-length') headers[i + 1] = String(body.byteLength);
     } else if (hasBody) requestBody = req;
-    let answer;
-    try {
-      answer = await this.#pool.request({
-        method: req.method ?? 'GET',
-        path: this.#path(req),
-        headers,
-        body: requestBody,
-        signal: abort.signal,
-      });
-    } catch (error) {
-      res.off('close', onClose);
-      if (abort.signal.aborted) return;
-      const kind = classify(error);
-      this.#fail(res, kind === 'timeout' ? 504 : 502, kind === 'timeout' ? `the upstream did not answer within ${this.#timeoutMs} ms` : 'the upstream could not be reached');
-      return;
-    }
-    const { statusCode, headers: upHeaders, body: upBody, trailers } = answer;
-    const named = connectionNames(upHeaders.connection);
-    const out: OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(upHeaders)) {
-      if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-      out[name] = value;
-    }
-    if (res.destroyed) {
-      upBody.destroy();
-      return;
-    }
-    res.writeHead(statusCode, out);
-    await new Promise<void>((resolve) => {
-      const finish = (): void => {
-        res.off('drain', onDrain);
-        resolve();
-      };
-      const onDrain = (): void => {
-        upBody.resume();
-      };
-      res.on('drain', onDrain);
-      upBody.on('data', (chunk: Buffer) => {
-        if (!res.write(chunk)) upBody.pause();
-      });
-      upBody.once('end', () => {
-        // undici fills `trailers` before the body ends.
-        const names = Object.keys(trailers);
-        if (names.length > 0) {
-          const t: Record<string, string> = {};
-          for (const n of names) {
-            const v = trailers[n];
-            if (v !== undefined) t[n] = Array.isArray(v) ? v.join(', ') : v;
-          }
-          res.addTrailers(t);
-        }
-        res.end(finish);
-      });
-      upBody.once('error', () => {
-        // Mid-body: the status is gone; cutting the connection is the only honest signal.
-        res.destroy();
-        finish();
-      });
-      res.once('close', () => {
-        if (!res.writableFinished) upBody.destroy();
-        finish();
-      });
+    return new Promise<void>((resolve) => {
+      const exchange = new Exchange(res, resolve, (status, detail) => this.#fail(res, status, detail), this.#timeoutMs);
+      this.#pool.dispatch({ method: req.method ?? 'GET', path: this.#path(req), headers, body: requestBody }, exchange);
     });
-    res.off('close', onClose);
   }
 
   #fail(res: ServerResponse, status: 502 | 504, detail: string): void {

@@ -76,6 +76,7 @@ describe('ratecontract serve --upstream: the reverse proxy', () => {
   let s: Served;
   const seen: Seen[] = [];
   let slowArrived: (() => void) | undefined;
+  let endlessClosed: (() => void) | undefined;
   const upgrades = new Set<Duplex>();
 
   beforeAll(async () => {
@@ -86,6 +87,16 @@ describe('ratecontract serve --upstream: the reverse proxy', () => {
       if (url.pathname === '/slow') {
         slowArrived?.();
         return; // never answers
+      }
+      if (url.pathname === '/endless') {
+        // A body that never ends; it stops only when the proxy lets go of this exchange.
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const timer = setInterval(() => res.write(Buffer.alloc(16384, 0x62)), 5);
+        res.once('close', () => {
+          clearInterval(timer);
+          endlessClosed?.();
+        });
+        return;
       }
       if (url.pathname === '/big') {
         // Chunked (no content-length), with a trailer.
@@ -225,6 +236,30 @@ describe('ratecontract serve --upstream: the reverse proxy', () => {
     const after = memory(pid);
     // Peak resident memory grew by far less than one body (what is left is garbage V8 collects past its 64 MB external-memory step).
     expect(after.hwm - before.rss).toBeLessThan(BIG / 2);
+  });
+
+  it('lets go of the upstream exchange when the client hangs up mid-answer', async () => {
+    const closed = new Promise<void>((resolve) => (endlessClosed = resolve));
+    let got = 0;
+    await new Promise<void>((resolve, reject) => {
+      const req = httpRequest(`${s.url}/endless`, { agent: false }, (res) => {
+        res.on('data', (c: Buffer) => {
+          got += c.length;
+          if (got >= 65536) {
+            res.destroy();
+            resolve();
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(got).toBeGreaterThanOrEqual(65536);
+    // The upstream sees its response closed: the proxy aborted the exchange rather than reading on for nobody.
+    const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still streaming'), 5000))]);
+    expect(outcome).toBe('closed');
+    // The proxy goes on serving.
+    expect((await send(s.url, { path: '/status/201' })).status).toBe(201);
   });
 
   it('passes an Upgrade through as a raw tunnel', async () => {
