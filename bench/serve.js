@@ -102,9 +102,11 @@ routes:
   - { match: 'GET /*', limits: [per-ip] }
 `;
 writeFileSync(join(dir, 'contract.yaml'), contract);
+// The same proxy with the route explicitly unlimited: what serve's proxying costs without the limiter.
+writeFileSync(join(dir, 'unlimited.yaml'), contract.replace('limits: [per-ip]', 'limits: []'));
 
-async function serveProxy(extra, dist = join(ROOT, 'dist')) {
-  const { p, m } = await start(process.execPath, [join(dist, 'cli', 'main.js'), 'serve', '--config', join(dir, 'contract.yaml'), '--upstream', upstream, '--port', '0', '--admin-port', '0', ...extra], (o) => /listening (http:\/\/\S+)/.exec(o));
+async function serveProxy(extra, dist = join(ROOT, 'dist'), config = 'contract.yaml') {
+  const { p, m } = await start(process.execPath, [join(dist, 'cli', 'main.js'), 'serve', '--config', join(dir, config), '--upstream', upstream, '--port', '0', '--admin-port', '0', ...extra], (o) => /listening (http:\/\/\S+)/.exec(o));
   return { url: m[1], pid: p.pid };
 }
 
@@ -118,6 +120,8 @@ run('bare upstream', `${upstream}/x`, upProc.p.pid);
 run('plain undici proxy', `http://127.0.0.1:${plainPort}/x`, plainProc.p.pid);
 const mem = await serveProxy([]);
 run('ratecontract serve (memory)', `${mem.url}/x`, mem.pid);
+const unlimited = await serveProxy([], undefined, 'unlimited.yaml');
+run('ratecontract serve (route unlimited)', `${unlimited.url}/x`, unlimited.pid);
 // --compare DIR: also measure another build's dist/ (an A/B of a change, in the same run).
 const compare = opt('compare', undefined);
 if (compare !== undefined) {
@@ -181,7 +185,7 @@ const rows = targets.map((t) => {
 const by = Object.fromEntries(rows.map((r) => [r.name, r]));
 const base = by['ratecontract serve (memory)'];
 console.log(JSON.stringify({ duration: DURATION, connections: CONNECTIONS, rounds: ROUNDS, pinned: PIN, rows }, null, 2));
-for (const other of ['bare upstream', 'plain undici proxy', 'nginx limit_req (1 worker)', 'ratecontract serve (redis)', `ratecontract serve (memory, ${compare})`]) {
+for (const other of ['bare upstream', 'plain undici proxy', 'ratecontract serve (route unlimited)', 'nginx limit_req (1 worker)', 'ratecontract serve (redis)', `ratecontract serve (memory, ${compare})`]) {
   const o = by[other];
   if (o) console.log(`serve (memory) / ${other}: ${(base.rps / o.rps).toFixed(2)}x req/s, p99 ${(base.p99 / o.p99).toFixed(2)}x, CPU per request ${(base.cpuUs / o.cpuUs).toFixed(2)}x`);
 }

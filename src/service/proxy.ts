@@ -18,10 +18,18 @@ function gatewayProblem(status: 502 | 504, detail: string): { body: string; head
   return { body, headers: { 'content-type': 'application/problem+json', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' } };
 }
 
+const NO_NAMES: ReadonlySet<string> = new Set();
+
 /** The names a `Connection` field lists (they are hop-by-hop for this message). */
-function connectionNames(value: string | string[] | undefined): Set<string> {
+function connectionNames(value: string | string[] | undefined): ReadonlySet<string> {
+  if (value === undefined) return NO_NAMES;
+  // The common values name only fields that are hop-by-hop anyway.
+  if (typeof value === 'string') {
+    const v = value.length <= 10 ? value.toLowerCase() : '';
+    if (v === 'keep-alive' || v === 'close') return NO_NAMES;
+  }
   const out = new Set<string>();
-  for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+  for (const v of Array.isArray(value) ? value : [value]) {
     for (const t of v.split(',')) {
       const n = t.trim().toLowerCase();
       if (n !== '') out.add(n);
@@ -101,16 +109,14 @@ class Exchange implements Dispatcher.DispatchHandler {
       controller.abort(CLIENT_GONE);
       return;
     }
-    const named = headers.connection === undefined ? undefined : connectionNames(headers.connection);
-    const raw = controller.rawHeaders as Buffer[] | string[] | null | undefined;
+    // undici has parsed the field list already (names in lower case, repeated fields as arrays).
+    const named = connectionNames(headers.connection);
     const out: string[] = [];
-    if (Array.isArray(raw)) {
-      for (let i = 0; i + 1 < raw.length; i += 2) {
-        const name = String(raw[i]);
-        const lower = name.toLowerCase();
-        if (HOP_BY_HOP.has(lower) || named?.has(lower) === true) continue;
-        out.push(name, String(raw[i + 1]));
-      }
+    for (const name in headers) {
+      if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+      const value = headers[name];
+      if (typeof value === 'string') out.push(name, value);
+      else if (value !== undefined) for (const v of value) out.push(name, v);
     }
     res.writeHead(statusCode, out);
   }
@@ -213,7 +219,7 @@ export class ReverseProxy {
    * It drives undici's dispatcher directly rather than `pool.request()`: the
    * upstream's body goes chunk by chunk into `res` (pausing the upstream
    * while `res` is full), with no intermediate stream or AbortController per
-   * request, and the upstream's raw header list is forwarded as it came.
+   * request.
    */
   forward(req: IncomingMessage, res: ServerResponse, body: Uint8Array | undefined): Promise<void> {
     const hasBody = body !== undefined || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
