@@ -12,8 +12,8 @@ import { readTrace } from './trace.js';
 /** The most requests a generated pattern may offer (they are held in memory). */
 export const MAX_OFFERED = 10_000_000;
 
-/** Largest `max(limit, burst) * window`, as `createLimiter` accepts it (docs/algorithms.md, "The 2^49 limit"). */
-const MAX_PRODUCT = 2 ** 49;
+/** Longest window `createLimiter` accepts: 2^35 ms, about 397.7 days (docs/algorithms.md, "Quota-sized limits"). */
+const MAX_WINDOW_MS = 2 ** 35;
 
 const ALGORITHM_NAMES = Object.keys(algorithms) as AlgorithmName[];
 
@@ -101,8 +101,8 @@ export function simulateRequest(args: ParsedArgs): SimulateRequest {
     throw new ArgumentError(`--pattern must be one of ${PATTERNS.join(', ')}, got ${JSON.stringify(patternRaw)}`);
   }
   const pattern = (patternRaw ?? 'boundary') as PatternName;
-  if (Math.max(limit, burst ?? 0) * windowMs > MAX_PRODUCT) {
-    throw new ArgumentError(`--window: ${formatDuration(windowMs)} with a limit or burst of ${Math.max(limit, burst ?? 0)} is beyond the 2^49 range of limit x window`);
+  if (windowMs > MAX_WINDOW_MS) {
+    throw new ArgumentError(`--window: ${formatDuration(windowMs)} is longer than the longest window, 2^35 ms (about 397 days)`);
   }
   if (trace === undefined) {
     const offered = Math.ceil(OFFERED_PER_WINDOW[pattern] * limit * windows);

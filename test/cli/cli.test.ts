@@ -95,7 +95,7 @@ describe('ratecontract simulate: bad values', () => {
     [['--algorithms', 'gcra,nope'], '--algorithms: unknown algorithm nope'],
     [['--algorithms', 'gcra,gcra'], '--algorithms: an algorithm is named twice'],
     [['--limit', '100000', '--windows', '200'], 'at most 10000000'],
-    [['--limit', '100000', '--window', '100d'], '--window: 100d with a limit or burst of 100000 is beyond the 2^49 range'],
+    [['--window', '400d'], '--window: 400d is longer than the longest window, 2^35 ms'],
     [['--trace', 'x.log', '--pattern', 'steady'], '--trace and --pattern cannot be combined'],
     [['--trace', 'x.log', '--windows', '3'], '--trace and --windows cannot be combined'],
     [['--svg='], '--svg needs a file name'],
@@ -158,6 +158,15 @@ describe('ratecontract simulate: output', () => {
       expect(a.series.admitted.length).toBe(110);
       expect(a.series.admitted.reduce((x, y) => x + y, 0)).toBe(a.admitted);
       expect(Math.max(...a.series.peakInWindow)).toBe(a.maxInWindow);
+    }
+  });
+
+  it('simulates a quota-sized limit beyond the old 2^49 range (30,000 per 300 days) within its bound', async () => {
+    const doc = await json(['--limit', '30000', '--window', '300d', '--windows', '1', '--pattern', 'steady', '--algorithms', 'gcra,fixed-window']);
+    expect(doc.windowMs).toBe(300 * 86_400_000);
+    for (const a of doc.algorithms) {
+      expect(a.admitted).toBeGreaterThan(0);
+      expect(a.maxInWindow).toBeLessThanOrEqual(a.bound);
     }
   });
 
