@@ -64,6 +64,8 @@ const batchArb = fc.record({
   chains: fc.array(fc.record({ dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 })), ops: fc.array(opArb, { minLength: 1, maxLength: 4 }) }), { minLength: 1, maxLength: 16 }),
 });
 
+type Batch = typeof batchArb extends fc.Arbitrary<infer T> ? T : never;
+
 function show(r: StoreOpResult): string {
   return JSON.stringify({ ...r, retryAfterMs: r.retryAfterMs === Infinity ? 'Infinity' : r.retryAfterMs });
 }
@@ -78,7 +80,7 @@ async function runScript(keys: string[], args: string[]): Promise<unknown> {
  * the first difference. Returns the number of ops that shared a key with an
  * earlier op of their batch.
  */
-async function compare(specs: readonly LimitSpec[], plan: ReadonlyArray<fc.RecordValue<typeof batchArb>>, clientTime: boolean): Promise<number> {
+async function compare(specs: readonly LimitSpec[], plan: readonly Batch[], clientTime: boolean): Promise<number> {
   const limits = specs.map(compiled);
   const prefix = `bv:${randomBytes(5).toString('hex')}:`;
   const states = new Map<string, unknown>();
@@ -131,7 +133,7 @@ async function compare(specs: readonly LimitSpec[], plan: ReadonlyArray<fc.Recor
     // The stored states: one write per key, holding what the last check left (a spent state: no key).
     for (const [key, state] of states) {
       const limit = limits.find((l) => key.startsWith(`${prefix}${l.id}:`)) as CompiledLimit;
-      const live = state !== undefined && algorithms[limit.algorithm].expiresAt(state as never, limit.params) > (writtenAt.get(key) as number);
+      const live = state !== undefined && algorithms[limit.algorithm].expiresAt(state, limit.params) > (writtenAt.get(key) as number);
       const stored = await raw().get(key);
       if (!live) {
         expect(stored, key).toBeNull();
