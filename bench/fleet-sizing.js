@@ -77,7 +77,7 @@ console.log(`machine: ${m.cpu}, ${m.cores} cores, ${m.platform}; Node ${m.node};
 console.log(`ratecontract: ${m.ratecontract}; redis-server pinned to CPU ${SERVER_CPU}, clients to the other; load average ${m.loadavgStart.join(' ')} at start, ${m.loadavgEnd.join(' ')} at end`);
 console.log(`${rounds} rounds; each cell a fresh process, 50 in flight, ${warmupMs} ms warm-up, ${measureMs} ms measured; medians`);
 console.log();
-console.log('| mode | workload | redis-server CPU us/decision (rounds) | decisions/s per Redis core (1e6 / us) | measured decisions/s | scripts/decision | Redis commands/decision (scripts' own, EVALSHA not counted) | client CPU us/decision | fell back | errors |');
+console.log('| mode | workload | redis-server CPU us/decision (rounds) | decisions/s per Redis core (1e6 / us) | measured decisions/s | scripts/decision | commands the scripts ran per decision | client CPU us/decision | fell back | errors |');
 console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   console.log(
