@@ -78,12 +78,16 @@ function ratecontract(connect, limits, ctxOf) {
     await store.preload();
     const limiter = createLimiter({ limits, store });
     let rejected = 0;
+    let fellBack = 0;
     const decide = async (i) => {
-      if ((await limiter.check(ctxOf(i))).allowed) return true;
+      const d = await limiter.check(ctxOf(i));
+      // A decision that some limit's fail mode made (the store timed out, failed, or its breaker was open).
+      if (d.results.some((r) => r.source !== 'store')) fellBack++;
+      if (d.allowed) return true;
       rejected++;
       return false;
     };
-    return { decide, rejected: () => rejected, close: () => client.quit() };
+    return { decide, rejected: () => rejected, fellBack: () => fellBack, close: () => client.quit() };
   };
 }
 
@@ -98,11 +102,11 @@ const oneCtx = (i) => ({ ip: KEY_OF.ip(i) });
 const fourCtx = (i) => ({ ip: KEY_OF.ip(i), query: { to: KEY_OF.recipient(i) }, headers: { 'x-tenant': KEY_OF.tenant(i) } });
 
 /** rate-limiter-flexible RateLimiterRedis (ioredis), one limiter per limit, `consume` awaited in sequence. */
-function rateLimiterFlexible(names) {
+function rateLimiterFlexible(names, keyOf = KEY_OF) {
   return async (port) => {
     const client = await ioredis(port);
     const limiters = names.map((name) => new RateLimiterRedis({ storeClient: client, keyPrefix: `rlf-${name}`, points: COUNT, duration: WINDOW_MS / 1000 }));
-    const keyFns = names.map((name) => KEY_OF[name]);
+    const keyFns = names.map((name) => keyOf[name]);
     let rejected = 0;
     const decide = async (i) => {
       try {
@@ -150,6 +154,38 @@ function rateLimitRedis(names) {
 
 const FOUR_NAMES = ['recipient', 'tenant', 'ip', 'global'];
 
+/**
+ * The OTP workload (issue 16): POST /otp/send limited per recipient, per
+ * tenant, per IP and globally, with the demo contract's algorithms
+ * (src/config/demo.ts: gcra, sliding-window, token-bucket, gcra). Request i
+ * goes to its own recipient (distinct), from one of 100 tenants and one of
+ * 1,000 IPs (a fixed pseudo-random draw from i, the same for every
+ * contender), and every request touches the one global key. The limits are
+ * scaled as above so that nothing is rejected: every request is a write.
+ */
+const mix = (i, salt) => {
+  let h = Math.imul(i ^ salt, 0x9e3779b1);
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x85ebca6b);
+  return (h ^ (h >>> 13)) >>> 0;
+};
+export const OTP_KEY_OF = {
+  recipient: (i) => `+1555${String(i).padStart(9, '0')}`,
+  tenant: (i) => `tenant-${mix(i, 0x51) % 100}`,
+  ip: (i) => keyOf(mix(i, 0x1f3) % 1000),
+  global: () => 'global',
+};
+const OTP = [
+  gcra('otp-recipient', 'abuse', 'query.to'),
+  { name: 'otp-tenant', purpose: 'abuse', algorithm: 'sliding-window', limit: COUNT, window: '1h', key: 'header.x-tenant' },
+  { name: 'otp-ip', purpose: 'abuse', algorithm: 'token-bucket', limit: RATE, burst: BURST, window: '1h', key: 'ip' },
+  gcra('otp-global', 'shedding', 'global'),
+];
+const otpCtx = (i) => ({ ip: OTP_KEY_OF.ip(i), query: { to: OTP_KEY_OF.recipient(i) }, headers: { 'x-tenant': OTP_KEY_OF.tenant(i) } });
+/** The one-limit check of the OTP comparison: gcra per IP over the same 1,000 IPs. */
+const OTP_ONE = [gcra('otp-ip', 'abuse', 'ip')];
+const otpOneCtx = (i) => ({ ip: OTP_KEY_OF.ip(i) });
+
 /** id -> { label, limits (1 or 4), create(port) }. */
 export const redisContenders = {
   'rc-gcra': { label: 'ratecontract gcra, ioredis', limits: 1, create: ratecontract(ioredis, ONE, oneCtx) },
@@ -164,4 +200,7 @@ export const redisContenders = {
   'rc-chain4': { label: 'ratecontract 4 gcra limits, one chain', limits: 4, create: ratecontract(ioredis, FOUR, fourCtx) },
   'rlf-x4': { label: 'rate-limiter-flexible, 4 RateLimiterRedis in sequence', limits: 4, create: rateLimiterFlexible(FOUR_NAMES) },
   'rlr-x4': { label: 'rate-limit-redis, 4 RedisStores in sequence', limits: 4, create: rateLimitRedis(FOUR_NAMES) },
+  'rc-otp': { label: 'ratecontract OTP chain (recipient, tenant, ip, global), one chain', limits: 4, create: ratecontract(ioredis, OTP, otpCtx) },
+  'rc-otp-one': { label: 'ratecontract one limit (gcra per IP, 1,000 IPs)', limits: 1, create: ratecontract(ioredis, OTP_ONE, otpOneCtx) },
+  'rlf-otp': { label: 'rate-limiter-flexible, 4 RateLimiterRedis in sequence (OTP keys)', limits: 4, create: rateLimiterFlexible(FOUR_NAMES, OTP_KEY_OF) },
 };

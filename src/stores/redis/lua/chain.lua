@@ -11,6 +11,10 @@ src/core/chain.ts:
 Every state of a chain is read before any of that chain's states is written,
 as runChain does. A later chain in the batch sees what earlier ones wrote, so
 a batch decides exactly as the same checks sent one by one, back to back.
+Each distinct key is read once per call (GET on first use) and written once
+at the end (SET with the TTL of its last change, or DEL), however many checks
+of the batch touch it (see view / stage / write_back in common.lua): the
+global key of a batch of 16 checks costs one GET and one SET, not 16 of each.
 The server clock (TIME) is read at most once per call.
 
 KEYS     the state keys of every op of every chain, chain after chain, in
@@ -135,7 +139,7 @@ for _ = 1, m do
       arg = arg + 1
     end
     local a = spec_algo[spec]
-    local pre = load(KEYS[key + i], a)
+    local pre = view(KEYS[key + i], a)
     local ok, st, rem, reset, retry, delay = a.decide(pre, now, cost, spec_params[spec], lease)
     o_spec[i], o_cost[i], o_lease[i], o_pre[i] = spec, cost, lease, pre
     o_ok[i], o_state[i], o_rem[i], o_reset[i], o_retry[i], o_delay[i] = ok, st, rem, reset, retry, delay
@@ -151,7 +155,7 @@ for _ = 1, m do
     local a, p, cost = spec_algo[spec], spec_params[spec], o_cost[i]
     local peek_rem, peek_reset = 0, 0
     if o_ok[i] and cost > 0 and (chain_allowed or spec_count[spec]) then
-      save(KEYS[key + i], a, p, o_state[i], now, grace, nil)
+      stage(KEYS[key + i], a, p, o_state[i], now, grace)
       if want_peek then
         local _, _, r, t = a.decide(o_pre[i], now, 0, p, o_lease[i])
         peek_rem, peek_reset = r, t
@@ -175,4 +179,5 @@ for _ = 1, m do
   end
   key = key + n
 end
+write_back()
 return out

@@ -173,6 +173,67 @@ local function save(key, a, p, state, now, grace, cap)
   redis.call('SET', key, a.encode(state), 'PX', fmt(ttl))
 end
 
+--[[
+A call's view of the keys it decides on. view() reads a key once, on its
+first use in the call, and keeps the decoded state in memory; stage() records
+a new state there, with the TTL that save() would give it; write_back() then
+writes each changed key once (SET with the TTL of its last stage, or DEL).
+Deciding a batch of checks against this view gives exactly what reading and
+writing the key per check would: within a call nothing else touches the keys,
+and the decoded states are never modified in place (every decide returns a
+new table). A key used under a second algorithm (a limit whose id was reused
+with another algorithm) is written and read again, as per-check GET / SET
+would see it.
+]]
+local VIEW = {}
+local VIEW_ORDER = {}
+
+local function write_key(key, e)
+  if e.dirty then
+    if e.s == nil then
+      redis.call('DEL', key)
+    else
+      redis.call('SET', key, e.a.encode(e.s), 'PX', fmt(e.ttl))
+    end
+    e.dirty = false
+  end
+end
+
+local function view(key, a)
+  local e = VIEW[key]
+  if e == nil then
+    e = { a = a, s = load(key, a), dirty = false, ttl = 0 }
+    VIEW[key] = e
+    VIEW_ORDER[#VIEW_ORDER + 1] = key
+  elseif e.a ~= a then
+    write_key(key, e)
+    e.a, e.s = a, load(key, a)
+  end
+  return e.s
+end
+
+-- The in-memory twin of save() (no cap: a decision may lengthen a state's life).
+local function stage(key, a, p, state, now, grace)
+  local e = VIEW[key]
+  e.dirty = true
+  if state == nil then
+    e.s = nil
+    return
+  end
+  local life = a.expires(state, p) - now
+  if life <= 0 then
+    e.s = nil
+    return
+  end
+  e.s, e.ttl = state, life + grace
+end
+
+local function write_back()
+  for _, key in ipairs(VIEW_ORDER) do
+    write_key(key, VIEW[key])
+  end
+end
+
 -- Infinity (a cost that can never fit) travels as -1.
 local function wire_retry(x)
   if x == INF then

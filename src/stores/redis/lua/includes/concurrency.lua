@@ -33,46 +33,74 @@ BUILDERS['concurrency'] = function()
     end,
     decide = function(s, now, cost, p, lease)
       local N = p.limit
-      local live = {}
+      -- One pass over the leases: what the live ones hold, the last expiry,
+      -- and whether the live ones are already in expiry order (they are when
+      -- every lease got the same lifetime, the usual case).
+      local total, nlive, used, last = 0, 0, 0, now
+      local in_order, prev = true, -INF
       if s ~= nil then
-        for _, l in ipairs(s) do
+        total = #s
+        for i = 1, total do
+          local l = s[i]
+          local e = l.exp
+          if e > now then
+            nlive = nlive + 1
+            used = used + l.cost
+            if e > last then
+              last = e
+            end
+            if e < prev then
+              in_order = false
+            end
+            prev = e
+          end
+        end
+      end
+      -- The live leases, in order; the input itself when none has expired (it is never modified).
+      local live = s
+      if nlive < total then
+        live = {}
+        for i = 1, total do
+          local l = s[i]
           if l.exp > now then
             live[#live + 1] = l
           end
         end
       end
-      local used = 0
-      local last = now
-      for _, l in ipairs(live) do
-        used = used + l.cost
-        if l.exp > last then
-          last = l.exp
-        end
-      end
       if used + cost <= N then
         if cost > 0 then
-          live[#live + 1] = { id = lease or '', exp = now + p.window, cost = cost }
+          local grown = {}
+          for i = 1, nlive do
+            grown[i] = live[i]
+          end
+          grown[nlive + 1] = { id = lease or '', exp = now + p.window, cost = cost }
+          live = grown
+          nlive = nlive + 1
           last = now + p.window
         end
         local st = nil
-        if #live > 0 then
+        if nlive > 0 then
           st = live
         end
         return true, st, N - used - cost, last - now, 0, 0
       end
       local retry = INF
       if cost <= N then
-        local by_expiry = {}
-        for i, l in ipairs(live) do
-          by_expiry[i] = l
+        local by_expiry = live
+        if not in_order then
+          by_expiry = {}
+          for i = 1, nlive do
+            by_expiry[i] = live[i]
+          end
+          -- Ties need no stable order: equal expiries give the same answer.
+          table.sort(by_expiry, function(a, b)
+            return a.exp < b.exp
+          end)
         end
-        -- Ties need no stable order: equal expiries give the same answer.
-        table.sort(by_expiry, function(a, b)
-          return a.exp < b.exp
-        end)
         local need = used + cost - N
         local freed = 0
-        for _, l in ipairs(by_expiry) do
+        for i = 1, nlive do
+          local l = by_expiry[i]
           freed = freed + l.cost
           if freed >= need then
             retry = l.exp - now
@@ -81,7 +109,7 @@ BUILDERS['concurrency'] = function()
         end
       end
       local st = nil
-      if #live > 0 then
+      if nlive > 0 then
         st = live
       end
       return false, st, N - used, last - now, retry, 0
