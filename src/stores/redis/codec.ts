@@ -209,3 +209,33 @@ export function decodeState(algorithm: AlgorithmName, raw: string): unknown {
       return leases(raw);
   }
 }
+
+/** ARGV of peek.lua (see its header) for one slot group's ops. `now` undefined: server time. */
+export function peekArgs(ops: readonly StoreOp[], now: number | undefined): string[] {
+  const args = [now === undefined ? '' : String(now), String(ops.length)];
+  for (const op of ops) args.push(...paramArgs(op), op.leaseId ?? '');
+  return args;
+}
+
+/** peek.lua's reply: the `now` decided at, and per op its figures with `consumed` meaning "would consume if the chain admits". */
+export function decodePeekReply(reply: unknown, n: number): ChainReply {
+  // Same layout as chain.lua's reply with peek figures, outcome 2 read as "would consume".
+  return decodeChainReply(reply, n, true);
+}
+
+/**
+ * Applies the chain rule to peeked ops (every slot group of one chain): an
+ * op consumes iff it would consume and the chain admits (or its limit counts
+ * rejected attempts); one that admits without consuming reports the cost-0
+ * figures. The same answers chain.lua gives, without the writes.
+ */
+export function chainOfPeeks(ops: readonly StoreOp[], replies: readonly ChainOpReply[]): StoreOpResult[] {
+  const chainAllowed = replies.every((r, i) => r.allowed || (ops[i] as StoreOp).limit.shadow);
+  return replies.map((r, i) => {
+    if (!r.allowed) return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
+    if (r.consumed && (chainAllowed || (ops[i] as StoreOp).limit.countRejected)) {
+      return { allowed: true, consumed: true, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
+    }
+    return { allowed: true, consumed: false, remaining: r.consumed ? r.peekRemaining : r.remaining, resetMs: r.consumed ? r.peekResetMs : r.resetMs, retryAfterMs: 0, delayMs: 0 };
+  });
+}
