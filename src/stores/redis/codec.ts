@@ -35,10 +35,22 @@ function argsOf(limit: CompiledLimit): LimitArgs {
     const p = limit.params;
     const flags = String((limit.shadow ? 1 : 0) + (limit.countRejected ? 2 : 0));
     const cost = String(limit.cost);
-    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), p.queue ? '1' : '0', flags, cost], cost };
+    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), queueArg(limit), flags, cost], cost };
     limitArgs.set(limit, a);
   }
   return a;
+}
+
+/**
+ * The spec's queue value: '1' or '0', then, for a plan whose state other
+ * plans share and whose expiry depends on the plan's rate (token and leaky
+ * bucket), ';N,B' per sharing plan, so the key lives until none needs it.
+ */
+function queueArg(limit: CompiledLimit): string {
+  const q = limit.params.queue ? '1' : '0';
+  const shared = limit.sharedParams;
+  if (shared === undefined || (limit.algorithm !== 'token-bucket' && limit.algorithm !== 'leaky-bucket')) return q;
+  return q + shared.map((p) => `;${p.limit},${p.burst}`).join('');
 }
 
 /** refund.lua's per-op parameters: algorithm, limit, windowMs, burst, queue, cost. */
