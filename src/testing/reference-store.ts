@@ -36,7 +36,7 @@ export class ReferenceStore implements Store {
   /** What `evaluateSync` would answer, changing nothing. */
   peekSync(ops: readonly StoreOp[], now: number): StoreOpResult[] {
     const access = this.#access(ops);
-    return runChain(ops, now, { get: access.get, set: () => undefined });
+    return runChain(ops, now, { get: (i) => access.get(i), set: () => undefined });
   }
 
   peek(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {

@@ -143,7 +143,9 @@ describe('limiter.reset', () => {
       unsubscribe(CHANNELS.reset, listener);
     }
     expect(events).toHaveLength(2);
-    expect(events[0]).toEqual({ limit: 'login', keyHash: expect.stringMatching(/^#[A-Za-z0-9_-]{43}$/), by: 'support:jo', store: '(default)' });
+    expect(events[0]).toMatchObject({ limit: 'login', by: 'support:jo', store: '(default)' });
+    expect(Object.keys(events[0] ?? {}).sort()).toEqual(['by', 'keyHash', 'limit', 'store']);
+    expect(events[0]?.keyHash).toMatch(/^#[A-Za-z0-9_-]{43}$/);
     expect(JSON.stringify(events)).not.toContain('alice');
     expect(events[1]?.by).toBeUndefined();
     expect(events[1]?.keyHash).not.toBe(events[0]?.keyHash);
@@ -170,7 +172,7 @@ describe('limiter.reset', () => {
       evaluate: (ops, now) => (failing ? Promise.reject(new Error('down')) : inner.evaluate(ops, now)),
       refund: (ops, now) => inner.refund(ops, now),
       release: (op, now) => inner.release(op, now),
-      clear: (ops, now) => inner.clear(ops, now),
+      clear: (ops) => inner.clear(ops),
     };
     const limiter = createLimiter({ clock, store, limits: [{ name: 'l', purpose: 'abuse', limit: 1, window: '1h', key: 'ip', failClosedAfter: '1h' }] });
     failing = true;
@@ -192,8 +194,10 @@ describe('peek and reset are operator calls', () => {
 
   it('a store without peek or clear: a UsageError naming the store and the method', async () => {
     const limiter = createLimiter({ store: base, limits });
-    await expect(limiter.peek({ ip: 'a' })).rejects.toMatchObject({ code: 'RC_UNSUPPORTED_STORE', message: expect.stringMatching(/"\(default\)" \(custom\).*peek\(ops, now\)/) });
-    await expect(limiter.reset('l', { ip: 'a' })).rejects.toMatchObject({ code: 'RC_UNSUPPORTED_STORE', message: expect.stringMatching(/clear\(ops, now\)/) });
+    await expect(limiter.peek({ ip: 'a' })).rejects.toMatchObject({ code: 'RC_UNSUPPORTED_STORE' });
+    await expect(limiter.peek({ ip: 'a' })).rejects.toThrow(/"\(default\)" \(custom\).*peek\(ops, now\)/);
+    await expect(limiter.reset('l', { ip: 'a' })).rejects.toMatchObject({ code: 'RC_UNSUPPORTED_STORE' });
+    await expect(limiter.reset('l', { ip: 'a' })).rejects.toThrow(/clear\(ops, now\)/);
   });
 
   it('a failing store: a StoreError with the cause, never a fail-mode answer; a store that never answers: RC_STORE_TIMEOUT', async () => {

@@ -195,7 +195,7 @@ describe('plans: refused at construction, naming the option', () => {
   ] as const)('%j -> %s', (patch, option, message) => {
     let error: unknown;
     try {
-      createLimiter({ limits: [{ ...base, ...(patch as object) } as LimitDefinition] });
+      createLimiter({ limits: [{ ...base, ...patch } as LimitDefinition] });
     } catch (e) {
       error = e;
     }

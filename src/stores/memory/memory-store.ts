@@ -196,7 +196,7 @@ export class MemoryStore implements SyncStore {
   /** `peek`, synchronously. */
   peekSync(ops: readonly StoreOp[], now: number): readonly StoreOpResult[] {
     const access = this.#access(ops, now);
-    return runChain(ops, now, { get: access.get, set: () => undefined });
+    return runChain(ops, now, { get: (i) => access.get(i), set: () => undefined });
   }
 
   /**
