@@ -78,7 +78,7 @@ export { systemClock, ManualClock, type Clock } from './core/clock.js';
 export { parseDuration, formatDuration, type Duration } from './core/duration.js';
 
 // Errors: one base class, a stable code per kind.
-export { RateContractError, ConfigError, UsageError, type ErrorCode } from './core/errors.js';
+export { RateContractError, ConfigError, UsageError, StoreError, type ErrorCode } from './core/errors.js';
 
 // Events on node:diagnostics_channel.
 export {
@@ -96,5 +96,7 @@ export {
   type CostErrorEvent,
   type ReplicasEvent,
   type StoreCallEvent,
+  type ResetEvent,
+  type PlanErrorEvent,
 } from './core/events.js';
 export { AccessList, type AccessEntry, type AccessPredicate, type LimiterLists } from './core/access-list.js';

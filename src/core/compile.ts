@@ -6,7 +6,8 @@ import { ConfigError } from './errors.js';
 import { AccessList, type ListCounter } from './access-list.js';
 import { compileKey } from './keys.js';
 import { didYouMean } from './suggest.js';
-import type { CompiledLimit, LimitDefinition, OnError, Purpose, RequestContext } from './types.js';
+import type { AlgorithmParams } from '../algorithms/types.js';
+import type { CompiledLimit, LimitDefinition, OnError, PlanDefinition, Purpose, RequestContext } from './types.js';
 
 /** `costFromContentLength`: the declared Content-Length, at least 1; throws when there is no valid one. */
 function contentLengthCost(ctx: RequestContext): number {
@@ -22,7 +23,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus', 'plans', 'plan',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest `max(limit, burst) * window` the algorithms count in exact units (the range accepted before quota-sized limits). */
@@ -175,7 +176,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   if (count === 'failures' && algorithm === 'concurrency') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `'failures' does not apply to concurrency (a lease is released when the work ends)`);
   const isFailure = failurePredicate(def.failureStatus, `${where}failureStatus`);
   if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
-  return {
+  const compiled: CompiledLimit = {
     name,
     purpose,
     count,
@@ -199,6 +200,59 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     deny: new AccessList('deny', name, counter, def.deny, `${where}deny`),
     id: `${name}:${algorithm}`,
   };
+  if (def.plans === undefined) {
+    if (def.plan !== undefined) throw new ConfigError('RC_INVALID_OPTION', `${where}plan`, 'applies with `plans` only (the table of plans it names)');
+    return compiled;
+  }
+  return compilePlans(compiled, def, where, algo.usesBurst);
+}
+
+const PLAN_OPTIONS: readonly string[] = ['limit', 'window', 'burst'];
+/** Most plans one limit may define. */
+const MAX_PLANS = 256;
+
+/** Whether a state written under `a` means the same under `b` (docs/limits.md, "Plans"): same window, both counted in exact units. */
+function sameUnits(a: AlgorithmParams, b: AlgorithmParams): boolean {
+  return a.windowMs === b.windowMs && Math.max(a.limit, a.burst) * a.windowMs <= EXACT_PRODUCT && Math.max(b.limit, b.burst) * b.windowMs <= EXACT_PRODUCT;
+}
+
+/** Compiles a limit's plan table: each plan a variant of `base` with its own params, checked like a limit. */
+function compilePlans(base: CompiledLimit, def: LimitDefinition, where: string, usesBurst: boolean): CompiledLimit {
+  const table = def.plans as unknown;
+  if (table === null || typeof table !== 'object' || Array.isArray(table) || Object.keys(table).length === 0) {
+    throw new ConfigError('RC_INVALID_OPTION', `${where}plans`, 'must be an object of plans by name, for example { free: { limit: 100 }, pro: { limit: 1000 } }');
+  }
+  const names = Object.keys(table);
+  if (names.length > MAX_PLANS) throw new ConfigError('RC_INVALID_OPTION', `${where}plans`, `at most ${MAX_PLANS} plans, got ${names.length}`);
+  if (def.plan === undefined) throw new ConfigError('RC_INVALID_OPTION', `${where}plan`, "is required with `plans`: a key spec ('header.x-plan', 'principal') or a function giving the request's plan name");
+  const planOf = compileKey(def.plan, `${where}plan`);
+  const plans = new Map<string, CompiledLimit>();
+  const shared: AlgorithmParams[] = [base.params];
+  for (const planName of names) {
+    const at = `${where}plans.${planName}`;
+    if (!NAME.test(planName)) throw new ConfigError('RC_INVALID_NAME', at, `plan names must match [a-z0-9_-]{1,64}, got ${JSON.stringify(planName)}`);
+    const plan = (table as Record<string, PlanDefinition>)[planName];
+    if (plan === null || typeof plan !== 'object' || Array.isArray(plan)) throw new ConfigError('RC_INVALID_OPTION', at, 'a plan must be an object with limit, window or burst');
+    for (const prop of Object.keys(plan)) {
+      if (!PLAN_OPTIONS.includes(prop)) throw new ConfigError('RC_INVALID_OPTION', `${at}.${prop}`, `unknown plan option ${JSON.stringify(prop)}; a plan sets limit, window or burst${didYouMean(prop, PLAN_OPTIONS)}`);
+    }
+    const limit = plan.limit === undefined ? base.params.limit : positiveInt(plan.limit, 'RC_INVALID_LIMIT', `${at}.limit`);
+    const windowMs = plan.window === undefined ? base.params.windowMs : parseDuration(plan.window, `${at}.window`);
+    if (plan.burst !== undefined && !usesBurst) throw new ConfigError('RC_INVALID_BURST', `${at}.burst`, `does not apply to ${base.algorithm}; it applies to token-bucket, leaky-bucket and gcra`);
+    const burst = plan.burst !== undefined ? positiveInt(plan.burst, 'RC_INVALID_BURST', `${at}.burst`) : plan.limit !== undefined ? limit : base.params.burst;
+    const params: AlgorithmParams = { limit, windowMs, burst, queue: base.params.queue };
+    checkMagnitude(base.algorithm, params, `${at}.`);
+    const capacity = algorithms[base.algorithm].capacity(params);
+    if (base.cost > capacity) {
+      throw new ConfigError('RC_BURST_BELOW_COST', `${at}.${usesBurst ? 'burst' : 'limit'}`, `${usesBurst ? 'burst' : 'limit'} ${capacity} is below the cost ${base.cost} of one request: no request could ever be admitted`);
+    }
+    const share = sameUnits(params, base.params);
+    if (share) shared.push(params);
+    plans.set(planName, { ...base, params, plan: planName, id: share ? base.id : `${base.id}:plan-${planName}` });
+  }
+  const sharedParams = shared.length > 1 ? shared : undefined;
+  for (const [planName, p] of plans) plans.set(planName, { ...p, plans, planOf, sharedParams: p.id === base.id ? sharedParams : undefined });
+  return { ...base, plans, planOf, sharedParams };
 }
 
 /** Validates a whole chain: at least one limit, unique names. */

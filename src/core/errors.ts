@@ -26,7 +26,9 @@ export type ErrorCode =
   | 'RC_INVALID_ROUTE'
   | 'RC_DUPLICATE_ROUTE'
   | 'RC_CONFIG_SYNTAX'
-  | 'RC_CONFIG_UNREADABLE';
+  | 'RC_CONFIG_UNREADABLE'
+  | 'RC_UNSUPPORTED_STORE'
+  | 'RC_UNKNOWN_PLAN';
 
 /** Base class of every error ratecontract throws. `code` is stable; `cause` is chained. */
 export class RateContractError extends Error {
@@ -59,5 +61,22 @@ export class UsageError extends RateContractError {
   constructor(code: ErrorCode, message: string) {
     super(code, message);
     this.name = 'UsageError';
+  }
+}
+
+/**
+ * An operator call (`limiter.peek`, `limiter.reset`) that its store could
+ * not answer (code `RC_STORE_FAILURE`, the backend error in `cause`, or
+ * `RC_STORE_TIMEOUT`). Unlike `check`, these calls make no decision that a
+ * fail mode could stand in for, so they reject.
+ */
+export class StoreError extends RateContractError {
+  /** The store's name in the limiter (`'(default)'` for the default store). */
+  readonly store: string;
+
+  constructor(code: 'RC_STORE_FAILURE' | 'RC_STORE_TIMEOUT', store: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'StoreError';
+    this.store = store;
   }
 }

@@ -30,6 +30,10 @@ export const CHANNELS = {
   replicas: 'ratecontract:replicas',
   /** A store call that was made finished (answered, failed or missed its deadline): `StoreCallEvent`. */
   storeCall: 'ratecontract:store-call',
+  /** `limiter.reset` cleared a key's state: `ResetEvent`. */
+  reset: 'ratecontract:reset',
+  /** A check named a plan the limit does not define (decided by the limit's fail mode): `PlanErrorEvent`. */
+  planError: 'ratecontract:plan-error',
 } as const;
 
 /** `ratecontract:decision`: every decision, with the limiter's clock at the check. */
@@ -124,6 +128,25 @@ export interface StoreCallEvent {
   readonly ok: boolean;
 }
 
+/** `ratecontract:reset`: `limiter.reset` cleared one key's state of one limit (the audit trail). */
+export interface ResetEvent {
+  readonly limit: string;
+  /** `'#' + base64url(SHA-256)` of the raw key: never the key itself. */
+  readonly keyHash: string;
+  /** Who asked, when the caller said so (`reset(name, ctx, { by })`). */
+  readonly by: string | undefined;
+  /** The store's name in the limiter (`'(default)'` for the default store). */
+  readonly store: string;
+}
+
+/** `ratecontract:plan-error`: the plan a check named is not in the limit's plan table (or its plan function threw). */
+export interface PlanErrorEvent {
+  readonly limit: string;
+  /** The plan name the context gave (`undefined` when there was none, or the plan function threw). */
+  readonly plan: string | undefined;
+  readonly error: unknown;
+}
+
 /** A diagnostics channel that only takes its own payload type. */
 export class TypedChannel<T extends object> {
   readonly #channel: Channel;
@@ -149,6 +172,8 @@ export const timeoutChannel = new TypedChannel<TimeoutEvent>(CHANNELS.timeout);
 export const breakerChannel = new TypedChannel<BreakerEvent>(CHANNELS.breaker);
 export const replicasChannel = new TypedChannel<ReplicasEvent>(CHANNELS.replicas);
 export const storeCallChannel = new TypedChannel<StoreCallEvent>(CHANNELS.storeCall);
+export const resetChannel = new TypedChannel<ResetEvent>(CHANNELS.reset);
+export const planErrorChannel = new TypedChannel<PlanErrorEvent>(CHANNELS.planError);
 
 /** Every channel's payload fields, for tests and tools that check payloads at run time. */
 export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly string[] } = {
@@ -163,4 +188,6 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls'],
   replicas: ['replicas', 'source'],
   storeCall: ['store', 'kind', 'durationMs', 'ok'],
+  reset: ['limit', 'keyHash', 'by', 'store'],
+  planError: ['limit', 'plan', 'error'],
 };

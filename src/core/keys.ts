@@ -15,6 +15,11 @@ export const GLOBAL_KEY = '*';
  */
 export function boundKey(raw: string): string {
   if (raw.length <= MAX_RAW_KEY_LENGTH) return raw;
+  return keyHash(raw);
+}
+
+/** `'#' + base64url(sha256(key))`: how a key is named where the raw key must not appear (long keys, the reset audit event). */
+export function keyHash(raw: string): string {
   return '#' + createHash('sha256').update(raw, 'utf8').digest('base64url');
 }
 

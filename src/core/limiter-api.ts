@@ -81,6 +81,28 @@ export interface Limiter<Ctx = RequestContext> {
    * adapters and hot loops that can skip a promise per request.
    */
   checkSync(ctx: Ctx, options?: CheckOptions): Decision | undefined;
+  /**
+   * The decision `check(ctx, options)` would make now, consuming nothing:
+   * no state written, no TTL refreshed, no lease taken, no event on
+   * `ratecontract:decision`. Per limit, the same `allowed`, `remaining`,
+   * `resetMs` and `retryAfterMs` as a check at the same instant. Its
+   * `release()` and `settle()` do nothing. An operator call: rejects with a
+   * `StoreError` when a store cannot answer (no fail mode stands in), with
+   * `UsageError` `RC_UNSUPPORTED_STORE` when a store has no `peek`, and
+   * `RC_UNKNOWN_PLAN` when the request names no plan of a limit with plans.
+   */
+  peek(ctx: Ctx, options?: CheckOptions): Promise<Decision>;
+  /**
+   * Clears the state of `ctx`'s key under the limit named `limitName` (every
+   * plan's state included), in its store and in the fail modes' local
+   * store: the key then decides as if it had never been seen. Publishes
+   * `ratecontract:reset` with the limit, the key's hash (never the key) and
+   * `by` when given (who asked, for the audit trail). Rejects with
+   * `UsageError` (`RC_UNKNOWN_LIMIT` naming the limit; `RC_INVALID_KEY` when
+   * the context has no key for it) and with a `StoreError` when the store
+   * cannot answer.
+   */
+  reset(limitName: string, ctx: Ctx, options?: { readonly by?: string | undefined }): Promise<void>;
   /** The allow and deny lists (the limiter's and each limit's), changeable at run time. */
   readonly lists: LimiterLists<Ctx>;
   /** The replica count k that `degraded` limits currently divide by. */

@@ -4,14 +4,14 @@ import { algorithms } from '../algorithms/registry.js';
 import { figures } from '../algorithms/types.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
-import { ConfigError, UsageError } from './errors.js';
+import { ConfigError, StoreError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { costErrorChannel, decisionChannel, keyErrorChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { costErrorChannel, decisionChannel, keyErrorChannel, planErrorChannel, resetChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { startDiscovery } from './discovery.js';
 import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
-import { failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
-import { boundKey } from './keys.js';
+import { DEFAULT_DEADLINE_MS, failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
+import { boundKey, keyHash } from './keys.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
@@ -21,6 +21,17 @@ export { decisionKeys, WANT_KEYS, type Limiter, type LimiterOptions, type LocalS
 const KEY_ERROR = '\u0000key-error';
 /** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
 const NO_OPS: ReadonlyArray<StoreOp | undefined> = Object.freeze([undefined]);
+/** Shortest deadline of an operator call (`peek`, `reset`): they are not on a request's path. */
+const OPERATOR_DEADLINE_MS = 1000;
+
+/** A check's ops, its instant, and the ops of limits whose plan is unknown (decided by their fail mode, never sent to a store). */
+interface Built {
+  readonly ops: Array<StoreOp | undefined>;
+  readonly now: number;
+  readonly complete: boolean;
+  readonly keys: Array<string | undefined> | undefined;
+  readonly planFailed: Array<StoreOp | undefined> | undefined;
+}
 
 /** What the allow and deny lists decided for one check, before any store call. */
 interface Screen {
@@ -117,7 +128,7 @@ class ChainLimiter implements Limiter {
     const only = this.limits.length === 1 ? this.limits[0] : undefined;
     const single = this.#single;
     // The fast path builds no ops, so it holds neither leases nor refunds.
-    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && only.count !== 'failures' && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
+    this.#fast = only !== undefined && only.algorithm !== 'concurrency' && only.count !== 'failures' && only.plans === undefined && single !== undefined && isSingleOpStore(single.store) ? { limit: only, store: single.store, group: single } : undefined;
     this.#hasConcurrency = this.limits.some((l) => l.algorithm === 'concurrency');
   }
 
@@ -147,8 +158,8 @@ class ChainLimiter implements Limiter {
       if (fast !== undefined) return Promise.resolve(this.#checkFast(fast, ctx, options));
       const built = this.#build(ctx, options, screen);
       const single = this.#single;
-      if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built.ops, built.complete, built.now, built.keys, screen));
-      return this.#checkAsync(built.ops, built.now, built.keys, screen);
+      if (single?.sync === true) return Promise.resolve(this.#decideSync(single, built, screen));
+      return this.#checkAsync(built, screen);
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
@@ -162,7 +173,81 @@ class ChainLimiter implements Limiter {
     if (fast !== undefined) return this.#checkFast(fast, ctx, options);
     if (single?.sync !== true) return undefined;
     const built = this.#build(ctx, options, screen);
-    return this.#decideSync(single, built.ops, built.complete, built.now, built.keys, screen);
+    return this.#decideSync(single, built, screen);
+  }
+
+  async peek(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
+    const screen = this.#listed.entries > 0 ? this.#screen(ctx) : undefined;
+    if (screen?.terminal === true) return this.#decideListed(screen, options, true);
+    const { ops, now, keys, planFailed } = this.#build(ctx, options, screen);
+    if (planFailed !== undefined) {
+      const limit = (planFailed.find((op) => op !== undefined) as StoreOp).limit;
+      throw new UsageError('RC_UNKNOWN_PLAN', `peek: the request names no plan of limit "${limit.name}" (plans: ${[...(limit.plans?.keys() ?? [])].join(', ')}); a check would be decided by its fail mode`);
+    }
+    const results = new Array<StoreOpResult | undefined>(ops.length);
+    await Promise.all(
+      this.#groups.map(async (g) => {
+        const groupOps = this.#present(g, ops);
+        if (groupOps.length === 0) return;
+        const peek = g.store.peek?.bind(g.store);
+        if (peek === undefined) throw unsupported('peek', g);
+        const res = await this.#operatorCall(g, 'peek', () => peek(groupOps, now));
+        // Nothing was taken: no lease to release, nothing to settle.
+        this.#fill(g, ops, res.map((r) => (r.consumed ? { ...r, consumed: false } : r)), results);
+      }),
+    );
+    return this.#decide(ops, results, undefined, now, keys, screen, true);
+  }
+
+  async reset(limitName: string, ctx: RequestContext, options?: { readonly by?: string | undefined }): Promise<void> {
+    const limit = this.limits.find((l) => l.name === limitName);
+    if (limit === undefined) {
+      throw new UsageError('RC_UNKNOWN_LIMIT', `reset: no limit named ${JSON.stringify(limitName)}; limits: ${this.limits.map((l) => l.name).join(', ')}`);
+    }
+    if (options !== undefined) refuseUnknown(options, ['by'], 'reset');
+    const by = options?.by;
+    if (by !== undefined && typeof by !== 'string') throw new UsageError('RC_INVALID_OPTION', `reset: by must be a string, got ${typeof by}`);
+    let raw: string | undefined;
+    try {
+      raw = limit.key(ctx);
+    } catch (error) {
+      throw new UsageError('RC_INVALID_KEY', `reset: the key function of limit "${limit.name}" threw: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (raw === undefined) throw new UsageError('RC_INVALID_KEY', `reset: the context gives no key for limit "${limit.name}" (key ${limit.keySpec})`);
+    const key = boundKey(raw);
+    // Every state the key may have under this limit: one per distinct state id among its plans.
+    const ids = new Map<string, CompiledLimit>([[limit.id, limit]]);
+    for (const p of limit.plans?.values() ?? []) if (!ids.has(p.id)) ids.set(p.id, p);
+    const ops: StoreOp[] = [...ids.values()].map((l) => ({ limit: l, key, cost: 0, leaseId: undefined }));
+    const group = this.#groupOf(limit);
+    const clear = group.store.clear?.bind(group.store);
+    if (clear === undefined) throw unsupported('reset', group);
+    const now = this.#clock.now();
+    await this.#operatorCall(group, 'reset', () => clear(ops, now));
+    // The fail modes' local state of the key goes too, so an operator's unblock holds during an outage.
+    await this.#fallback.store.clear?.(
+      ops.map((op) => ({ ...op, limit: this.#fallback.limitFor(op.limit) })),
+      now,
+    );
+    if (resetChannel.hasSubscribers) resetChannel.publish({ limit: limit.name, keyHash: keyHash(raw), by, store: group.name });
+  }
+
+  /** An operator call on one store: within max(its deadline, 1 s), any failure a `StoreError` naming the store. */
+  async #operatorCall<T>(group: Group, what: 'peek' | 'reset', run: () => Promise<T>): Promise<T> {
+    const deadlineMs = Math.max(group.store.deadlineMs ?? DEFAULT_DEADLINE_MS, OPERATOR_DEADLINE_MS);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreError('RC_STORE_TIMEOUT', group.name, `${what}: store "${group.name}" (${group.store.kind}) did not answer within ${deadlineMs} ms`)), deadlineMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([run(), late]);
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      throw new StoreError('RC_STORE_FAILURE', group.name, `${what}: store "${group.name}" (${group.store.kind}) failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -194,11 +279,11 @@ class ChainLimiter implements Limiter {
   }
 
   /** A check the lists decided on their own: no key function, no store call. */
-  #decideListed(screen: Screen, options: CheckOptions | undefined): Decision {
+  #decideListed(screen: Screen, options: CheckOptions | undefined, quiet = false): Decision {
     if (options?.cost !== undefined) validCost(options.cost);
     const n = this.limits.length;
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? new Array<string | undefined>(n) : undefined;
-    return this.#decide(new Array<StoreOp | undefined>(n), new Array<StoreOpResult | undefined>(n), undefined, this.#clock.now(), keys, screen);
+    return this.#decide(new Array<StoreOp | undefined>(n), new Array<StoreOpResult | undefined>(n), undefined, this.#clock.now(), keys, screen, quiet);
   }
 
   /**
@@ -268,8 +353,26 @@ class ChainLimiter implements Limiter {
     }
   }
 
+  /** The plan of a request under a limit with plans; `undefined` (reported) when it names none the limit defines. */
+  #planOf(limit: CompiledLimit, ctx: RequestContext): CompiledLimit | undefined {
+    let name: string | undefined;
+    let error: unknown;
+    try {
+      name = (limit.planOf as (ctx: RequestContext) => string | undefined)(ctx);
+      const plan = name === undefined ? undefined : limit.plans?.get(name);
+      if (plan !== undefined) return plan;
+    } catch (thrown) {
+      error = thrown;
+    }
+    if (planErrorChannel.hasSubscribers) {
+      error ??= new UsageError('RC_UNKNOWN_PLAN', `limit "${limit.name}": ${name === undefined ? 'the request names no plan' : `unknown plan ${JSON.stringify(name.slice(0, 64))}`}`);
+      planErrorChannel.publish({ limit: limit.name, plan: name, error });
+    }
+    return undefined;
+  }
+
   /** The ops of a check (one per limit; `undefined` where the key is absent). Throws `UsageError` on an invalid cost. */
-  #build(ctx: RequestContext, options: CheckOptions | undefined, screen?: Screen): { ops: Array<StoreOp | undefined>; now: number; complete: boolean; keys: Array<string | undefined> | undefined } {
+  #build(ctx: RequestContext, options: CheckOptions | undefined, screen?: Screen): Built {
     const costOverride = options?.cost === undefined ? undefined : validCost(options.cost);
     const now = this.#clock.now();
     const limits = this.limits;
@@ -277,6 +380,7 @@ class ChainLimiter implements Limiter {
     const ops = new Array<StoreOp | undefined>(n);
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? new Array<string | undefined>(n) : undefined;
     let complete = true;
+    let planFailed: Array<StoreOp | undefined> | undefined;
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
       if (screen?.skip[i] === true) {
@@ -289,18 +393,28 @@ class ChainLimiter implements Limiter {
         complete = false;
         continue;
       }
-      ops[i] = {
-        limit,
+      const plan = limit.plans === undefined ? limit : this.#planOf(limit, ctx);
+      const op: StoreOp = {
+        limit: plan ?? limit,
         key: boundKey(raw),
         cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };
+      if (plan !== undefined) {
+        ops[i] = op;
+      } else {
+        // Decided by the limit's fail mode with its own figures, like a store that cannot answer.
+        planFailed ??= new Array<StoreOp | undefined>(n);
+        planFailed[i] = op;
+        complete = false;
+      }
     }
-    return { ops, now, complete, keys };
+    return { ops, now, complete, keys, planFailed };
   }
 
   /** Decides on the one in-process store of the chain: no promise per store call. */
-  #decideSync(single: Group, ops: Array<StoreOp | undefined>, complete: boolean, now: number, keys: ReadonlyArray<string | undefined> | undefined, screen?: Screen): Decision {
+  #decideSync(single: Group, built: Built, screen?: Screen): Decision {
+    const { ops, complete, now, keys, planFailed } = built;
     const n = ops.length;
     let results: Array<StoreOpResult | undefined>;
     const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
@@ -315,24 +429,34 @@ class ChainLimiter implements Limiter {
       }
     } catch (error) {
       single.circuit.record(false, now);
-      return this.#failedSync(single, ops, error, now, keys, screen);
+      return this.#failedSync(single, ops, error, now, keys, screen, planFailed);
     }
-    return this.#decide(ops, results, undefined, now, keys, screen);
+    return this.#decide(ops, results, withPlanFailures(ops, planFailed, undefined), now, keys, screen);
   }
 
   /** The decision when the chain's one in-process store threw: each limit's fail mode. */
-  #failedSync(group: Group, ops: ReadonlyArray<StoreOp | undefined>, error: unknown, now: number, keys: ReadonlyArray<string | undefined> | undefined, screen?: Screen): Decision {
+  #failedSync(
+    group: Group,
+    ops: Array<StoreOp | undefined>,
+    error: unknown,
+    now: number,
+    keys: ReadonlyArray<string | undefined> | undefined,
+    screen?: Screen,
+    planFailed?: ReadonlyArray<StoreOp | undefined>,
+  ): Decision {
     const n = ops.length;
     const failed = new Array<boolean>(n).fill(false);
     this.#markFailed(group, ops, error, failed);
-    return this.#decide(ops, new Array<StoreOpResult | undefined>(n), failed, now, keys, screen);
+    return this.#decide(ops, new Array<StoreOpResult | undefined>(n), withPlanFailures(ops, planFailed, failed), now, keys, screen);
   }
 
-  async #checkAsync(ops: Array<StoreOp | undefined>, now: number, keys: ReadonlyArray<string | undefined> | undefined, screen?: Screen): Promise<Decision> {
+  async #checkAsync(built: Built, screen?: Screen): Promise<Decision> {
+    const { ops, now, keys } = built;
     const n = ops.length;
     const results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
     await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    withPlanFailures(ops, built.planFailed, failed);
     // A check its store could not take (open breaker, full, refused at once) is decided without any I/O. Let the
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
     // timers the store needs to recover (a closed loop of instant fallbacks would otherwise never yield).
@@ -392,6 +516,7 @@ class ChainLimiter implements Limiter {
     now: number,
     keys: ReadonlyArray<string | undefined> | undefined,
     screen?: Screen,
+    quiet = false,
   ): Decision {
     const limits = this.limits;
     const n = limits.length;
@@ -410,7 +535,8 @@ class ChainLimiter implements Limiter {
     for (let i = 0; i < n; i++) {
       const limit = limits[i] as CompiledLimit;
       const r = results[i];
-      const p = limit.params;
+      // A plan's own figures (its op carries the plan).
+      const p = (ops[i]?.limit ?? limit).params;
       if (r === undefined) {
         out[i] = {
           name: limit.name, allowed: true, remaining: p.limit, resetMs: 0, retryAfterMs: 0, limit: p.limit, windowMs: p.windowMs,
@@ -440,7 +566,7 @@ class ChainLimiter implements Limiter {
         const op = ops[i];
         if (op !== undefined) {
           refunds ??= [];
-          if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
+          if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(op.limit) }, now });
           else {
             const group = this.#groupOf(limit);
             refunds.push({ store: group.store, circuit: group.circuit, op, now });
@@ -451,7 +577,7 @@ class ChainLimiter implements Limiter {
         const op = ops[i] as StoreOp;
         leases ??= [];
         if (local?.[i] === true) {
-          leases.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(limit) }, now });
+          leases.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(op.limit) }, now });
         } else {
           const group = this.#groupOf(limit);
           leases.push({ store: group.store, circuit: group.circuit, op, now });
@@ -484,7 +610,7 @@ class ChainLimiter implements Limiter {
     }
     // A rejected chain consumed nothing to give back on success (only countRejected limits consumed, and they count attempts).
     const decision = new CheckDecision(allowed, status, outcome, deciding?.name, retryAfterMs, delayMs, out, leases, allowed ? refunds : undefined, keys);
-    if (decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
+    if (!quiet && decisionChannel.hasSubscribers) decisionChannel.publish({ decision, now });
     return decision;
   }
 
@@ -523,6 +649,29 @@ class ChainLimiter implements Limiter {
       }),
     );
   }
+}
+
+/**
+ * Puts the ops of limits whose plan is unknown back into `ops`, marked
+ * failed (decided by their fail mode). Returns the failed flags
+ * (`failed`, or new ones), or `failed` itself when no plan failed.
+ */
+function withPlanFailures(ops: Array<StoreOp | undefined>, planFailed: ReadonlyArray<StoreOp | undefined> | undefined, failed: boolean[] | undefined): boolean[] | undefined {
+  if (planFailed === undefined) return failed;
+  const out = failed ?? new Array<boolean>(ops.length).fill(false);
+  for (let i = 0; i < ops.length; i++) {
+    const op = planFailed[i];
+    if (op === undefined) continue;
+    ops[i] = op;
+    out[i] = true;
+  }
+  return out;
+}
+
+/** A store without the optional method an operator call needs. */
+function unsupported(what: 'peek' | 'reset', group: Group): UsageError {
+  const method = what === 'peek' ? 'peek(ops, now)' : 'clear(ops, now)';
+  return new UsageError('RC_UNSUPPORTED_STORE', `${what}: store "${group.name}" (${group.store.kind}) does not implement ${method}, which limiter.${what} needs (docs/stores.md)`);
 }
 
 function validCost(cost: number): number {

@@ -75,6 +75,20 @@ export interface Store {
   refund(ops: readonly StoreOp[], now: number): Promise<void>;
   /** Frees a concurrency lease. */
   release(op: StoreOp, now: number): Promise<void>;
+  /**
+   * What `evaluate(ops, now)` would answer now, changing nothing: no state
+   * written, no TTL refreshed, no lease taken (`consumed` then says whether
+   * `evaluate` would have consumed). Optional; `limiter.peek` needs it and
+   * rejects with `RC_UNSUPPORTED_STORE` naming the store without it. Must
+   * reject on a store failure.
+   */
+  peek?(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]>;
+  /**
+   * Forgets the state of each op's key under its limit (`limiter.reset`):
+   * afterwards the key decides as if it had never been seen. Optional;
+   * `limiter.reset` rejects with `RC_UNSUPPORTED_STORE` without it.
+   */
+  clear?(ops: readonly StoreOp[], now: number): Promise<void>;
   /** Deadline of one call in ms, enforced by the limiter for asynchronous stores. Default 20. */
   readonly deadlineMs?: number | undefined;
   /**

@@ -123,6 +123,34 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
   /** Requests this limit refuses with 403 before any store call; `limiter.lists.of(name).deny` changes it at run time. */
   readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
+  /**
+   * Plans: limits that depend on the key. Each plan (named `[a-z0-9_-]{1,64}`)
+   * may set `limit`, `window` and `burst`; what it leaves out comes from
+   * this definition (a plan that sets `limit` but not `burst` gets a burst
+   * of its own limit). Each plan is checked at construction like a limit
+   * (errors name `limits[i].plans.<plan>.<option>`). Needs `plan`. A plan
+   * change takes effect at the key's next check; what state carries over
+   * is in docs/limits.md, "Plans".
+   */
+  readonly plans?: Readonly<Record<string, PlanDefinition>> | undefined;
+  /**
+   * The plan of a request: a key spec (`'header.x-plan'`, `'principal'`,
+   * `'body.tenant.plan'`) or a synchronous function of the context. A plan
+   * name that `plans` does not define, none at all, or a throwing function
+   * is reported on `ratecontract:plan-error` and the limit is decided by its
+   * fail mode (`onError`) with this definition's own figures; never a throw.
+   */
+  readonly plan?: KeySpec<Ctx> | undefined;
+}
+
+/** One plan of a limit's `plans` table: what it changes. */
+export interface PlanDefinition {
+  /** N for this plan. Default: the limit's. */
+  readonly limit?: number | undefined;
+  /** W for this plan. Default: the limit's. */
+  readonly window?: Duration | undefined;
+  /** B for this plan (bucket algorithms). Default: the plan's own `limit` if it sets one, else the limit's burst. */
+  readonly burst?: number | undefined;
 }
 
 /** A validated, normalised limit. */
@@ -156,6 +184,14 @@ export interface CompiledLimit {
   readonly deny: AccessList;
   /** Identifies this limit's state in a store: name and algorithm, so a changed algorithm never reads old state. */
   readonly id: string;
+  /** The compiled plans, by name (the same map on the limit and on each of its plans). */
+  readonly plans?: ReadonlyMap<string, CompiledLimit> | undefined;
+  /** The plan name of a request (`plan`); throws or returns `undefined` when there is none. */
+  readonly planOf?: ((ctx: RequestContext) => string | undefined) | undefined;
+  /** On a compiled plan: its name. */
+  readonly plan?: string | undefined;
+  /** On a limit with plans: the params of every plan whose state shares this `id` (a store keeps a state until none of them needs it). */
+  readonly sharedParams?: readonly AlgorithmParams[] | undefined;
 }
 
 /** Where a limit's verdict came from: the shared store, the process-local fallback, or nowhere (skipped or failed open). */

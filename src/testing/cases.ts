@@ -1,8 +1,11 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { LimitDefinition } from '../core/types.js';
 
-/** One op of a check: index of the limit in the case's `limits`, the (raw) key, and the cost. */
-export type ConformanceOp = readonly [limit: number, key: string, cost: number];
+/**
+ * One op of a check: index of the limit in the case's `limits`, the (raw)
+ * key, the cost, and (for a limit with `plans`) the plan it is decided under.
+ */
+export type ConformanceOp = readonly [limit: number, key: string, cost: number, plan?: string];
 
 /** One step of a conformance script. Time only moves when a step says so. */
 export type ConformanceStep =
@@ -24,7 +27,11 @@ export type ConformanceStep =
    * `count: 'failures'` limit): a key whose state has since expired or rolled
    * over must be left as it is, and no state may go below fresh.
    */
-  | { readonly settle: number };
+  | { readonly settle: number }
+  /** Asks the store what a check of these ops would answer now (`Store.peek`): the same answer as the reference, and nothing may change. */
+  | { readonly peek: readonly ConformanceOp[] }
+  /** Forgets the state of each op's key under its limit (`Store.clear`, what `limiter.reset` calls). */
+  | { readonly clear: readonly ConformanceOp[] };
 
 /** A named script over a chain of limits. */
 export interface ConformanceCase {
@@ -176,6 +183,69 @@ function shadowSteps(): ConformanceStep[] {
   return [...steps, ...randomSteps({ seed: 11, count: 120, limits: SHADOW_CHAIN, keys: ['k', 'j'], windowMs: 1000 }, steps.length)];
 }
 
+/** Every check of `steps` preceded by a peek of the same ops (and a second one after, every third check). */
+function withPeeks(steps: readonly ConformanceStep[]): ConformanceStep[] {
+  const out: ConformanceStep[] = [];
+  const index = new Map<number, number>();
+  let checks = 0;
+  steps.forEach((step, i) => {
+    if ('check' in step) {
+      out.push({ peek: step.check });
+      index.set(i, out.length);
+      out.push(step);
+      if (checks++ % 3 === 0) out.push({ peek: step.check });
+      return;
+    }
+    // Releases and settles name a check by its step index, which moved.
+    if ('release' in step) out.push({ release: index.get(step.release) ?? -1 });
+    else if ('settle' in step) out.push({ settle: index.get(step.settle) ?? -1 });
+    else out.push(step);
+  });
+  return out;
+}
+
+/** Per limit: two keys used up, one cleared (it starts over, the other does not), a clear of a key never seen, a clear after expiry. */
+function clearSteps(limits: readonly LimitDefinition[]): ConformanceStep[] {
+  const steps: ConformanceStep[] = [];
+  limits.forEach((d, li) => {
+    const cap = capacityOf(d);
+    const one = (key: string, cost = 1): ConformanceStep => ({ check: [[li, key, cost]] });
+    steps.push(one('a', cap), one('b', cap), one('a'), one('b'), { clear: [[li, 'a', 1]] }, one('a'), one('b'), one('a', cap - 1), one('a'));
+    steps.push({ clear: [[li, 'never-seen', 1]] }, one('never-seen'), { advance: 2500 }, { clear: [[li, 'b', 1]] }, one('b', cap), { advance: 3000 });
+  });
+  return steps;
+}
+
+/** Limits with plans: per algorithm, a plan with its own limit, one with a burst, and one with another window (its own state). */
+const PLAN_LIMITS: readonly LimitDefinition[] = (['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'] as const).map((a) => {
+  const buckets = a === 'token-bucket' || a === 'leaky-bucket' || a === 'gcra';
+  return def(`plan-${a}`, a, 2, 1000, { plan: 'header.x-plan', plans: { free: {}, pro: buckets ? { limit: 5, burst: 7 } : { limit: 5 }, slow: { limit: 3, window: 3000 } } });
+});
+
+/** Keys on every plan in one chain, then keys that change plan, so each plan's figures and what carries over are compared. */
+function planSteps(): ConformanceStep[] {
+  const PLANS = ['free', 'pro', 'slow'];
+  const rnd = prng(41);
+  const steps: ConformanceStep[] = [];
+  for (let s = 0; s < 220; s++) {
+    const r = rnd();
+    if (r < 0.25) steps.push({ advance: pick(rnd, [0, 1, 50, 333, 999, 1000, 2500]) });
+    else if (r < 0.3) steps.push({ advanceToRetry: rnd() < 0.5 ? -1 : 0 });
+    else {
+      const cost = pick(rnd, [0, 1, 1, 1, 2, 8]);
+      if (rnd() < 0.5) {
+        // Keys 'a' and 'b' keep one plan each, two plans of every limit in one chain.
+        steps.push({ check: PLAN_LIMITS.flatMap((_, li): ConformanceOp[] => [[li, 'a', cost, 'free'], [li, 'b', cost, 'pro']]) });
+      } else {
+        // Key 'c' changes plan from check to check, one limit per chain: a chain another limit rejects would be
+        // compensated, and a bucket normalised under one plan's rate drains differently under the next one's.
+        steps.push({ check: [[Math.floor(rnd() * PLAN_LIMITS.length), 'c', cost, pick(rnd, PLANS)]] });
+      }
+    }
+  }
+  return steps;
+}
+
 const ODD_KEYS = ['', 'user@example.com', '203.0.113.7', '2001:db8::/64', 'ключ', 'a\u0000b', 'x'.repeat(200), '{tag}', 'rc:*'];
 
 /**
@@ -200,6 +270,26 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: 'a settled success is given back later, at its own instant; a stale one changes nothing',
     limits: SETTLE_CHAIN,
     steps: settleSteps(),
+  },
+  {
+    name: 'peek answers what a check would answer at the same instant, and changes nothing',
+    limits: CHAIN,
+    steps: withPeeks(randomSteps({ seed: 17, count: 160, limits: CHAIN, keys: ['u1', 'u2'], windowMs: 1000 }, 0)),
+  },
+  ...ALGORITHM_LIMITS.map((d): ConformanceCase => ({
+    name: `peek, ${d.name}${d.mode === 'queue' ? ' (queue mode)' : ''}: every check's figures announced by a peek before it`,
+    limits: [d],
+    steps: withPeeks(opening(d)),
+  })),
+  {
+    name: 'clear forgets one key of one limit and nothing else',
+    limits: ALGORITHM_LIMITS,
+    steps: clearSteps(ALGORITHM_LIMITS),
+  },
+  {
+    name: 'plans: each plan decides with its own figures; a key that changes plan keeps the state its plan shares',
+    limits: PLAN_LIMITS,
+    steps: planSteps(),
   },
   {
     name: 'keys of any bytes stay apart',

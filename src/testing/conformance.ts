@@ -2,7 +2,7 @@ import { ManualClock } from '../core/clock.js';
 import { compileLimit } from '../core/compile.js';
 import type { Store, StoreOp, StoreOpResult } from '../core/store.js';
 import type { CompiledLimit } from '../core/types.js';
-import { conformanceCases, type ConformanceCase } from './cases.js';
+import { conformanceCases, type ConformanceCase, type ConformanceOp } from './cases.js';
 import { ReferenceStore } from './reference-store.js';
 
 /** Default start of the suite's manual clock: an ordinary epoch time, not aligned to any window. */
@@ -68,6 +68,17 @@ function compare(name: string, step: number, now: number, ops: readonly StoreOp[
   }
 }
 
+/** The store ops of a step: each names a limit (and, for a limit with plans, the plan); concurrency ops get a lease id per step. */
+function opsOf(caseName: string, s: number, limits: readonly CompiledLimit[], spec: readonly ConformanceOp[]): StoreOp[] {
+  return spec.map(([li, key, cost, plan], j) => {
+    const base = limits[li];
+    if (base === undefined) throw new ConformanceError(caseName, s, `no limit at index ${li}`);
+    const limit = plan === undefined ? base : base.plans?.get(plan);
+    if (limit === undefined) throw new ConformanceError(caseName, s, `limit ${base.name} has no plan ${JSON.stringify(plan)}`);
+    return { limit, key, cost, leaseId: limit.algorithm === 'concurrency' ? `lease-${s}.${j}` : undefined };
+  });
+}
+
 /**
  * Runs one case against `store`, step by step, and throws a
  * `ConformanceError` at the first decision that differs from the reference
@@ -86,13 +97,27 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
       clock.advance(step.advance);
     } else if ('advanceToRetry' in step) {
       if (lastRetry > 0 && Number.isFinite(lastRetry) && lastRetry + step.advanceToRetry >= 0) clock.advance(lastRetry + step.advanceToRetry);
+    } else if ('peek' in step) {
+      // A store without the optional peek has nothing to hold to it.
+      if (store.peek === undefined) continue;
+      const now = clock.now();
+      const ops = opsOf(c.name, s, limits, step.peek);
+      const want = reference.peekSync(ops, now);
+      let got: readonly StoreOpResult[];
+      try {
+        got = await store.peek(ops, now);
+      } catch (error) {
+        throw new ConformanceError(c.name, s, `peek failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      compare(c.name, s, now, ops, want, got);
+    } else if ('clear' in step) {
+      if (store.clear === undefined) throw new ConformanceError(c.name, s, `the store has no clear(ops, now); this case needs it`);
+      const ops = opsOf(c.name, s, limits, step.clear);
+      await reference.clear(ops);
+      await store.clear(ops, clock.now());
     } else if ('check' in step) {
       const now = clock.now();
-      const ops: StoreOp[] = step.check.map(([li, key, cost], j) => {
-        const limit = limits[li];
-        if (limit === undefined) throw new ConformanceError(c.name, s, `no limit at index ${li}`);
-        return { limit, key, cost, leaseId: limit.algorithm === 'concurrency' ? `lease-${s}.${j}` : undefined };
-      });
+      const ops = opsOf(c.name, s, limits, step.check);
       const want = reference.evaluateSync(ops, now);
       let got: readonly StoreOpResult[];
       try {

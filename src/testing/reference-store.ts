@@ -33,6 +33,21 @@ export class ReferenceStore implements Store {
     return Promise.resolve(this.evaluateSync(ops, now));
   }
 
+  /** What `evaluateSync` would answer, changing nothing. */
+  peekSync(ops: readonly StoreOp[], now: number): StoreOpResult[] {
+    const access = this.#access(ops);
+    return runChain(ops, now, { get: (i) => access.get(i), set: () => undefined });
+  }
+
+  peek(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    return Promise.resolve(this.peekSync(ops, now));
+  }
+
+  clear(ops: readonly StoreOp[]): Promise<void> {
+    for (const op of ops) this.#states.delete(this.#key(op));
+    return Promise.resolve();
+  }
+
   refund(ops: readonly StoreOp[], now: number): Promise<void> {
     runRefund(ops, now, this.#access(ops));
     return Promise.resolve();

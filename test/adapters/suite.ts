@@ -100,6 +100,27 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
       expect(chunked.status).toBe(413);
     });
 
+    it('plans: each tenant is limited and advertised at its plan\'s figures; an unknown plan is its fail mode, never 500', async () => {
+      const tenant: LimitDefinition = {
+        name: 'tenant', purpose: 'shedding', algorithm: 'fixed-window', limit: 2, window: '1m', key: 'header.x-tenant', plan: 'header.x-plan',
+        plans: { free: {}, pro: { limit: 5 } },
+      };
+      const f = await start([tenant], { advertise: 'always' });
+      const get = (t: string, plan: string): ReturnType<typeof raw> => raw(f.app.url, '/hello', { headers: { 'x-tenant': t, 'x-plan': plan } });
+      const free = [await get('a', 'free'), await get('a', 'free'), await get('a', 'free')];
+      expect(free.map((r) => r.status)).toEqual([200, 200, 429]);
+      expect(free[0]?.headers['ratelimit-policy']).toMatch(/^"tenant";q=2;w=60(;|$)/);
+      const pro = await get('b', 'pro');
+      expect(pro.status).toBe(200);
+      expect(pro.headers['ratelimit-policy']).toMatch(/^"tenant";q=5;w=60(;|$)/);
+      expect(pro.headers['ratelimit']).toMatch(/^"tenant";r=4;/);
+      // Upgraded at its next request: tenant a's 2 stay counted against pro's 5.
+      expect((await get('a', 'pro')).headers['ratelimit']).toMatch(/^"tenant";r=2;/);
+      const unknown = await get('c', 'gold');
+      expect(unknown.status).toBe(200);
+      expect(unknown.headers['x-outcome']).toBe('degraded');
+    });
+
     it('answers a throwing cost function 413 (the strict side), never 500', async () => {
       const f = await start([{ name: 'gql', purpose: 'shedding', limit: 10, window: '1m', cost: () => { throw new Error('parse error'); } }]);
       const r = await raw(f.app.url, '/hello');

@@ -53,6 +53,39 @@ routes:
     }
   });
 
+  it('a plan table from the file: the plan named by a header, each plan its own figures; Content-Length as the cost', async () => {
+    const c = parseConfig(
+      `limits:
+  - name: tenant
+    purpose: shedding
+    algorithm: fixed-window
+    limit: 2
+    window: 1m
+    key: header.x-tenant
+    plan: header.x-plan
+    plans: { free: {}, pro: { limit: 5 } }
+  - { name: bytes, purpose: shedding, limit: 1000, window: 1m, key: ip, costFromContentLength: true }
+routes:
+  - { match: GET /a, limits: [tenant] }
+  - { match: POST /up, limits: [bytes] }
+`,
+      { file: 'plans.yaml' },
+    );
+    const rt = await buildRuntime(c, { clock: new ManualClock(0) });
+    try {
+      const a = rt.route('GET', '/a')?.value.limiter;
+      const ctx = (plan: string) => ({ headers: { 'x-tenant': 't', 'x-plan': plan } });
+      expect((await a?.check(ctx('free')))?.results[0]).toMatchObject({ allowed: true, limit: 2, remaining: 1 });
+      expect((await a?.check(ctx('pro')))?.results[0]).toMatchObject({ allowed: true, limit: 5, remaining: 3 });
+      expect((await a?.check(ctx('free')))?.allowed).toBe(false);
+      const up = rt.route('POST', '/up')?.value.limiter;
+      expect((await up?.check({ ip: '192.0.2.1', headers: { 'content-length': '600' } }))?.results[0]).toMatchObject({ allowed: true, remaining: 400 });
+      expect((await up?.check({ ip: '192.0.2.1', headers: { 'content-length': '600' } }))?.allowed).toBe(false);
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('builds memory stores with their bounds', async () => {
     const rt = await buildRuntime(parseConfig('stores:\n  m: { type: memory, maxKeys: 10, overflowSlots: 4 }\nlimits: []\nroutes: []\n', { file: 'm.yaml' }));
     expect(rt.stores.get('m')).toMatchObject({ kind: 'memory', maxKeys: 10, overflowSlots: 4 });

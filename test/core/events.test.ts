@@ -95,6 +95,14 @@ describe('event payloads', () => {
     hanging.mode = 'hang';
     const second = createLimiter({ clock, store: hanging, limits: [{ name: 'shed', purpose: 'shedding', limit: 10, window: '1s', key: 'principal' }] });
     await Promise.all(Array.from({ length: 4 }, (_, i) => second.check({ principal: `p${i}` })));
+    // reset (with and without `by`) and plan-error (an unknown plan, a throwing plan function)
+    const planned = createLimiter({
+      limits: [{ name: 'tenant', purpose: 'shedding', limit: 5, window: '1m', key: 'ip', plan: 'header.x-plan', plans: { free: {} } }],
+    });
+    await planned.check({ ip: 'a', headers: { 'x-plan': 'gold' } });
+    await createLimiter({ limits: [{ name: 'p', purpose: 'shedding', limit: 5, window: '1m', key: 'ip', plan: () => thrower(), plans: { free: {} } }] }).check({ ip: 'a' });
+    await planned.reset('tenant', { ip: 'a' }, { by: 'ops' });
+    await planned.reset('tenant', { ip: 'a' });
     // heartbeat failure
     await new Promise((r) => setTimeout(r, 30));
     limiter.close();

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { redisStore } from '../../src/stores/redis/index.js';
+import * as scripts from '../../src/stores/redis/scripts.generated.js';
 import { freePort, redisCli, startRedis, type RedisServer } from './helpers/redis-server.js';
 
 const servers: RedisServer[] = [];
@@ -15,6 +16,9 @@ afterAll(async () => {
   for (const close of closers) await Promise.resolve(close()).catch(() => undefined);
   await Promise.all(servers.map((s) => s.stop()));
 }, 30_000);
+
+/** Every script the store loads: each one in scripts.generated.ts. */
+const SCRIPT_COUNT = Object.values(scripts).length;
 
 async function cachedScripts(port: number): Promise<number> {
   const info = await redisCli(port, 'INFO', 'memory');
@@ -37,7 +41,7 @@ describe('store.ready()', () => {
     stores.push(redisStore({ client: nodeRedis }));
     await Promise.all(stores.map((s) => s.ready({ timeoutMs: 10_000 })));
     await connecting;
-    expect(await cachedScripts(server.port)).toBe(4);
+    expect(await cachedScripts(server.port)).toBe(SCRIPT_COUNT);
   }, 30_000);
 
   it('with timeoutMs, rejects with RC_STORE_NOT_READY while Redis is down, then resolves once it comes up', async () => {
@@ -50,7 +54,7 @@ describe('store.ready()', () => {
     const server = await startRedis([], port);
     servers.push(server);
     await store.ready({ timeoutMs: 10_000 });
-    expect(await cachedScripts(port)).toBe(4);
+    expect(await cachedScripts(port)).toBe(SCRIPT_COUNT);
   }, 30_000);
 
   it('rejects once the client has ended', async () => {

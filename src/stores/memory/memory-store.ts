@@ -30,12 +30,20 @@ class Table {
   readonly map = new Map<string, unknown>();
   readonly algo: Algorithm<unknown>;
   readonly params: AlgorithmParams;
+  /** A limit with plans: the params of every plan sharing this table; a state is kept until none of them needs it. */
+  readonly shared: readonly AlgorithmParams[] | undefined;
   overflowUsed = 0;
   #cursor: MapIterator<[string, unknown]> | undefined;
 
-  constructor(algo: Algorithm<unknown>, params: AlgorithmParams) {
+  constructor(algo: Algorithm<unknown>, params: AlgorithmParams, shared: readonly AlgorithmParams[] | undefined) {
     this.algo = algo;
     this.params = params;
+    this.shared = shared;
+  }
+
+  expired(state: unknown, now: number): boolean {
+    if (this.shared === undefined) return this.algo.expiresAt(state, this.params) <= now;
+    return this.shared.every((p) => this.algo.expiresAt(state, p) <= now);
   }
 
   /** Examines up to `steps` entries and deletes the expired ones; returns how many own (non-overflow) entries were deleted. */
@@ -50,7 +58,7 @@ class Table {
         continue;
       }
       const [key, state] = next.value;
-      if (this.algo.expiresAt(state, this.params) <= now) {
+      if (this.expired(state, now)) {
         this.map.delete(key);
         if (key.startsWith(OVERFLOW_PREFIX)) this.overflowUsed--;
         else removed++;
@@ -180,7 +188,31 @@ export class MemoryStore implements SyncStore {
     return Promise.resolve(this.#instances.size);
   }
 
-  /** Forgets the state of `key` under `limitId` (a limit's `id`). */
+  /** What `evaluate(ops, now)` would answer, changing nothing (the chain rule over reads only). */
+  peek(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    return Promise.resolve(this.peekSync(ops, now));
+  }
+
+  /** `peek`, synchronously. */
+  peekSync(ops: readonly StoreOp[], now: number): readonly StoreOpResult[] {
+    const access = this.#access(ops, now);
+    return runChain(ops, now, { get: (i) => access.get(i), set: () => undefined });
+  }
+
+  /**
+   * Forgets the state of each op's key (`limiter.reset`). A key counted in a
+   * shared overflow slot (the store was full) keeps the slot: clearing it
+   * would reset the other keys that share it.
+   */
+  clear(ops: readonly StoreOp[]): Promise<void> {
+    for (const op of ops) this.reset(op.limit.id, op.key);
+    return Promise.resolve();
+  }
+
+  /**
+   * Forgets the state of `key` under `limitId` (a limit's `id`).
+   * @deprecated Use `limiter.reset(limitName, ctx)`, which works on every store and reports the reset.
+   */
   reset(limitId: string, key: string): void {
     const table = this.#tables.get(limitId);
     if (table?.map.delete(key) === true) this.#size--;
@@ -197,7 +229,7 @@ export class MemoryStore implements SyncStore {
     if (limit === this.#lastLimit) return this.#lastTable as Table;
     let t = this.#tables.get(limit.id);
     if (t === undefined) {
-      t = new Table(algorithms[limit.algorithm], limit.params);
+      t = new Table(algorithms[limit.algorithm], limit.params, limit.sharedParams);
       this.#tables.set(limit.id, t);
     }
     this.#lastLimit = limit;

@@ -35,10 +35,22 @@ function argsOf(limit: CompiledLimit): LimitArgs {
     const p = limit.params;
     const flags = String((limit.shadow ? 1 : 0) + (limit.countRejected ? 2 : 0));
     const cost = String(limit.cost);
-    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), p.queue ? '1' : '0', flags, cost], cost };
+    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), queueArg(limit), flags, cost], cost };
     limitArgs.set(limit, a);
   }
   return a;
+}
+
+/**
+ * The spec's queue value: '1' or '0', then, for a plan whose state other
+ * plans share and whose expiry depends on the plan's rate (token and leaky
+ * bucket), ';N,B' per sharing plan, so the key lives until none needs it.
+ */
+function queueArg(limit: CompiledLimit): string {
+  const q = limit.params.queue ? '1' : '0';
+  const shared = limit.sharedParams;
+  if (shared === undefined || (limit.algorithm !== 'token-bucket' && limit.algorithm !== 'leaky-bucket')) return q;
+  return q + shared.map((p) => `;${p.limit},${p.burst}`).join('');
 }
 
 /** refund.lua's per-op parameters: algorithm, limit, windowMs, burst, queue, cost. */
@@ -208,4 +220,34 @@ export function decodeState(algorithm: AlgorithmName, raw: string): unknown {
     case 'concurrency':
       return leases(raw);
   }
+}
+
+/** ARGV of peek.lua (see its header) for one slot group's ops. `now` undefined: server time. */
+export function peekArgs(ops: readonly StoreOp[], now: number | undefined): string[] {
+  const args = [now === undefined ? '' : String(now), String(ops.length)];
+  for (const op of ops) args.push(...paramArgs(op), op.leaseId ?? '');
+  return args;
+}
+
+/** peek.lua's reply: the `now` decided at, and per op its figures with `consumed` meaning "would consume if the chain admits". */
+export function decodePeekReply(reply: unknown, n: number): ChainReply {
+  // Same layout as chain.lua's reply with peek figures, outcome 2 read as "would consume".
+  return decodeChainReply(reply, n, true);
+}
+
+/**
+ * Applies the chain rule to peeked ops (every slot group of one chain): an
+ * op consumes iff it would consume and the chain admits (or its limit counts
+ * rejected attempts); one that admits without consuming reports the cost-0
+ * figures. The same answers chain.lua gives, without the writes.
+ */
+export function chainOfPeeks(ops: readonly StoreOp[], replies: readonly ChainOpReply[]): StoreOpResult[] {
+  const chainAllowed = replies.every((r, i) => r.allowed || (ops[i] as StoreOp).limit.shadow);
+  return replies.map((r, i) => {
+    if (!r.allowed) return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
+    if (r.consumed && (chainAllowed || (ops[i] as StoreOp).limit.countRejected)) {
+      return { allowed: true, consumed: true, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
+    }
+    return { allowed: true, consumed: false, remaining: r.consumed ? r.peekRemaining : r.remaining, resetMs: r.consumed ? r.peekResetMs : r.resetMs, retryAfterMs: 0, delayMs: 0 };
+  });
 }

@@ -8,9 +8,9 @@ import { adaptClient, type ScriptRunner } from './client.js';
 import { batchSize, REDIS_STORE_OPTIONS, type RedisStoreOptions } from './options.js';
 
 export type { BatchOptions, RedisStoreOptions } from './options.js';
-import { batchArgs, chainArgs, decodeBatchReply, decodeChainReply, refundArgs, releaseArgs, type ChainCall, type ChainOpReply } from './codec.js';
+import { batchArgs, chainArgs, chainOfPeeks, decodeBatchReply, decodeChainReply, decodePeekReply, peekArgs, refundArgs, releaseArgs, type ChainCall, type ChainOpReply } from './codec.js';
 import { stateKey } from './keys.js';
-import { chainScript, heartbeatScript, refundScript, releaseScript } from './scripts.generated.js';
+import { chainScript, clearScript, heartbeatScript, peekScript, refundScript, releaseScript } from './scripts.generated.js';
 import { keySlot } from './slot.js';
 
 /** One check waiting in the current batch. */
@@ -20,7 +20,7 @@ interface Queued extends ChainCall {
   readonly reject: (error: unknown) => void;
 }
 
-const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript];
+const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript, peekScript, clearScript];
 
 function strip(r: ChainOpReply): StoreOpResult {
   return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs };
@@ -173,6 +173,42 @@ export class RedisStore implements Store {
       ops.map((op) => this.keyFor(op.limit.id, op.key)),
       ops.map((op) => this.#decidedAt.get(op) ?? fallback),
     );
+  }
+
+  /**
+   * What `evaluate(ops, now)` would answer, changing nothing (peek.lua: no
+   * write, no TTL refresh, no lease taken). On a Cluster, one script per
+   * slot group and the chain rule applied across them.
+   */
+  async peek(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    if (ops.length === 0) return [];
+    const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+    const at = this.#clientNow(now);
+    const replies = new Array<ChainOpReply>(ops.length);
+    await Promise.all(
+      this.#groupBySlot(keys).map(async (idx) => {
+        const reply = decodePeekReply(
+          await this.#runner.run(
+            peekScript,
+            idx.map((i) => keys[i] as string),
+            peekArgs(
+              idx.map((i) => ops[i] as StoreOp),
+              at,
+            ),
+          ),
+          idx.length,
+        );
+        idx.forEach((i, j) => (replies[i] = reply.results[j] as ChainOpReply));
+      }),
+    );
+    return chainOfPeeks(ops, replies);
+  }
+
+  /** Deletes the state of each op's key (`limiter.reset`); on a Cluster one call per slot group. */
+  async clear(ops: readonly StoreOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+    await Promise.all(this.#groupBySlot(keys).map((idx) => this.#runner.run(clearScript, idx.map((i) => keys[i] as string), [])));
   }
 
   async release(op: StoreOp, now: number): Promise<void> {

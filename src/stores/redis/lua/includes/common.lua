@@ -135,9 +135,20 @@ end
 
 -- The params of one limit spec, with the bucket units K and T (used by
 -- token-bucket, leaky-bucket and gcra only; computed once per call).
+-- `queue` is '1' or '0', then (a limit with plans whose state depends on the
+-- plan's rate) ';N,B' per plan sharing the state: save keeps the key until
+-- none of those plans needs it.
 local function params(limit, window, burst, queue)
-  local p = { limit = tonumber(limit), window = tonumber(window), burst = tonumber(burst), queue = queue == '1' }
+  local p = { limit = tonumber(limit), window = tonumber(window), burst = tonumber(burst), queue = string.sub(queue, 1, 1) == '1' }
   p.K, p.T = bucket_scale(p.limit, p.window, p.burst)
+  if #queue > 1 then
+    p.shared = {}
+    for n, b in string.gmatch(queue, ';(%d+),(%d+)') do
+      local q = { limit = tonumber(n), window = p.window, burst = tonumber(b), queue = p.queue }
+      q.K, q.T = bucket_scale(q.limit, q.window, q.burst)
+      p.shared[#p.shared + 1] = q
+    end
+  end
   return p
 end
 
@@ -147,6 +158,21 @@ local function load(key, a)
     return nil
   end
   return a.decode(raw)
+end
+
+-- When `state` stops mattering: the latest end over the spec and every plan
+-- sharing its key (`p.shared`), so no sharing plan loses the state early.
+local function expires(a, p, state)
+  local last = a.expires(state, p)
+  if p.shared ~= nil then
+    for _, q in ipairs(p.shared) do
+      local e = a.expires(state, q)
+      if e > last then
+        last = e
+      end
+    end
+  end
+  return last
 end
 
 --[[
@@ -161,7 +187,7 @@ local function save(key, a, p, state, now, grace, cap)
     redis.call('DEL', key)
     return
   end
-  local life = a.expires(state, p) - now
+  local life = expires(a, p, state) - now
   if life <= 0 then
     redis.call('DEL', key)
     return
@@ -220,7 +246,7 @@ local function stage(key, a, p, state, now, grace)
     e.s = nil
     return
   end
-  local life = a.expires(state, p) - now
+  local life = expires(a, p, state) - now
   if life <= 0 then
     e.s = nil
     return
