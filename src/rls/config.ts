@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
-import { ConfigError, type AlgorithmName, type OnError, type Purpose } from '../index.js';
+import { ConfigError, parseDuration, type AlgorithmName, type Duration, type OnError, type Purpose } from '../index.js';
 import { refuseUnknown } from '../core/options.js';
 import { ConfigFileError, parsePath } from '../config/index.js';
 
@@ -64,6 +64,8 @@ export interface RlsRule {
   readonly onError: OnError | undefined;
   /** Extension: required with `onError: open` on an abuse rule. */
   readonly acknowledgeFailOpen: string | undefined;
+  /** Extension, `onError: closed` only: continuous store failure after which the rule answers a gRPC error (ms). Default the library's 30 s. */
+  readonly failClosedAfterMs: number | undefined;
   /** Extension: what the number defends. */
   readonly reason: string | undefined;
   /** Extension: `local` keeps the rule's state in this process even when the service runs on Redis. */
@@ -92,7 +94,7 @@ export interface RlsConfig {
 
 const ROOT_KEYS = ['domain', 'descriptors'];
 const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'share_threshold', 'metadata', 'quota_mode'];
-const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'purpose', 'onError', 'acknowledgeFailOpen', 'reason', 'store'];
+const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'purpose', 'onError', 'acknowledgeFailOpen', 'failClosedAfter', 'reason', 'store'];
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -173,6 +175,11 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
   if (onError === 'open' && purpose === 'abuse' && (acknowledgeFailOpen === undefined || acknowledgeFailOpen.trim() === '')) {
     throw new ConfigError('RC_FAIL_OPEN_UNACKNOWLEDGED', `${at}.onError`, 'open on an abuse rule needs acknowledgeFailOpen: a sentence saying why failing open is acceptable');
   }
+  let failClosedAfterMs: number | undefined;
+  if (raw.failClosedAfter !== undefined && raw.failClosedAfter !== null) {
+    if ((onError ?? (purpose === 'abuse' ? 'closed' : 'degraded')) !== 'closed') throw new ConfigError('RC_INVALID_OPTION', `${at}.failClosedAfter`, 'applies to onError: closed only');
+    failClosedAfterMs = parseDuration(raw.failClosedAfter as Duration, `${at}.failClosedAfter`);
+  }
   const store = oneOf<'default' | 'local'>(raw.store, ['default', 'local'], `${at}.store`) ?? 'default';
   const id = ruleId(path, loading.ids);
   loading.ids.add(id);
@@ -194,6 +201,7 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
     purpose,
     onError,
     acknowledgeFailOpen,
+    failClosedAfterMs,
     reason: str(raw.reason, `${at}.reason`),
     store,
   };

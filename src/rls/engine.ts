@@ -90,6 +90,7 @@ function definition(rule: RlsRule, name: string, requestsPerUnit: number, unit: 
     window: UNIT_MS[unit],
     ...(rule.burst !== undefined && { burst: rule.burst }),
     key: keyOf,
+    ...(rule.failClosedAfterMs !== undefined && { failClosedAfter: rule.failClosedAfterMs }),
     ...(rule.reason !== undefined && { reason: rule.reason }),
     shadow: rule.shadow,
   };
@@ -125,6 +126,7 @@ const OVERRIDE_BASE: Omit<RlsRule, 'id' | 'domain' | 'path' | 'unit' | 'requests
   purpose: undefined,
   onError: undefined,
   acknowledgeFailOpen: undefined,
+  failClosedAfterMs: undefined,
   reason: undefined,
   store: 'default',
 };

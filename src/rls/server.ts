@@ -229,7 +229,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     },
     Watch: (call: grpc.ServerWritableStream<{ service?: string }, unknown>) => {
       call.write({ status: healthOf(call.request.service ?? '') ?? 'SERVICE_UNKNOWN' });
-      watchers.add(call as grpc.ServerWritableStream<unknown, unknown>);
+      watchers.add(call);
       call.on('cancelled', () => watchers.delete(call as grpc.ServerWritableStream<unknown, unknown>));
     },
   });
