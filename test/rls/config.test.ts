@@ -107,3 +107,30 @@ descriptors:
     expect(matchRequest(config, 'other', [{ key: 'a', value: 'x' }])).toBeUndefined();
   });
 });
+
+describe('audit --rls', () => {
+  it('flags a rule without purpose, a replaces to no rule and a block; a stated rule gets only the info findings', async () => {
+    const { auditRls } = await import('../../src/rls/audit.js');
+    const audit = auditRls(
+      load(`
+domain: d
+descriptors:
+  - key: plain
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+  - key: stated
+    rate_limit: { unit: hour, requests_per_unit: 5, purpose: abuse, reason: credential stuffing }
+  - key: block
+    rate_limit: { unit: hour, requests_per_unit: 0, replaces: [{ name: ghost }] }
+  - key: free
+    rate_limit: { unlimited: true }
+`),
+    );
+    expect(audit.findings.map((f) => [f.code, f.subject])).toEqual([
+      ['RLS_MISSING_PURPOSE', 'x.yaml: d.plain'],
+      ['RLS_DEFAULT_FAIL_MODE', 'x.yaml: d.stated'],
+      ['RLS_BLOCKED', 'x.yaml: d.block'],
+      ['RLS_REPLACES_UNKNOWN', 'x.yaml: d.block'],
+    ]);
+    expect(audit.rules.find((r) => r.path === 'd.stated')).toMatchObject({ purpose: 'abuse', onError: 'closed' });
+  });
+});

@@ -259,7 +259,7 @@ describe('the protocol', () => {
     const elapsed = Date.now() - t0;
     // 10 per hour: one every 6 minutes; 3 taken at once leave 7, and the burst is full again 18 minutes after the first.
     expect(last).toMatchObject({ code: 'OK', current_limit: { requests_per_unit: 10, unit: 'HOUR' }, limit_remaining: 7 });
-    const reset = resetMs(last!) as number;
+    const reset = resetMs(last) as number;
     expect(reset).toBeLessThanOrEqual((3 * HOUR) / 10);
     expect(reset).toBeGreaterThanOrEqual((3 * HOUR) / 10 - elapsed - 1);
   });
