@@ -178,7 +178,7 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
   let failClosedAfterMs: number | undefined;
   if (raw.failClosedAfter !== undefined && raw.failClosedAfter !== null) {
     if ((onError ?? (purpose === 'abuse' ? 'closed' : 'degraded')) !== 'closed') throw new ConfigError('RC_INVALID_OPTION', `${at}.failClosedAfter`, 'applies to onError: closed only');
-    failClosedAfterMs = parseDuration(raw.failClosedAfter as Duration, `${at}.failClosedAfter`);
+    failClosedAfterMs = parseDuration(raw.failClosedAfter, `${at}.failClosedAfter`);
   }
   const store = oneOf<'default' | 'local'>(raw.store, ['default', 'local'], `${at}.store`) ?? 'default';
   const id = ruleId(path, loading.ids);
