@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
-import { ConfigError, parseDuration, type AlgorithmName, type Duration, type OnError, type Purpose } from '../index.js';
+import { ConfigError, parseDuration, type AlgorithmName, type OnError, type Purpose } from '../index.js';
 import { refuseUnknown } from '../core/options.js';
 import { ConfigFileError, parsePath } from '../config/index.js';
 
