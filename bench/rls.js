@@ -3,11 +3,15 @@
 // that answers OK and does nothing (bench/rls-bare.js: the protocol ceiling),
 // in one run. Each server runs pinned to CPU 0; this load client and
 // redis-server share CPU 1. The client keeps CONCURRENCY calls in flight for
-// SECONDS per scenario over one channel, keys spread over 1,000 values.
+// SECONDS per scenario over one channel, keys spread over 1,000 values (the
+// throughput), then LATENCY_CONCURRENCY in flight for half as long (the
+// latency of a call that does not queue behind others). The rules fail open,
+// and the Redis rows count the descriptors that did (a missed 8 ms deadline).
 //
 //   npm run build && flock /tmp/bench.lock taskset -c 1 node bench/rls.js     (from the repository root)
 //
-// Env: BENCH_SECONDS (default 5), BENCH_CONCURRENCY (default 32). Writes
+// Env: BENCH_SECONDS (default 5), BENCH_CONCURRENCY (default 32),
+// BENCH_LATENCY_CONCURRENCY (default 2). Writes
 // bench/results/rls-latest.json and prints a markdown table.
 
 import { spawn } from 'node:child_process';
@@ -23,6 +27,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const LATENCY_CONCURRENCY = Number(process.env.BENCH_LATENCY_CONCURRENCY ?? 2);
 const KEYS = 1000;
 
 const CONFIG = `domain: bench
@@ -90,15 +95,15 @@ async function startRedis() {
 const rlsPort = (line) => {
   try {
     const l = JSON.parse(line);
-    return l.event === 'startup' ? l.grpcPort : undefined;
+    return l.event === 'startup' ? { port: l.grpcPort, admin: l.admin } : undefined;
   } catch {
     return undefined;
   }
 };
 
 async function startServer(kind, configDir, redisUrl) {
-  if (kind === 'bare') return spawnUntil('taskset', ['-c', '0', process.execPath, join(HERE, 'rls-bare.js')], (line) => (/^port (\d+)$/.exec(line)?.[1] ? Number(/^port (\d+)$/.exec(line)[1]) : undefined));
-  const args = ['-c', '0', process.execPath, join(ROOT, 'dist', 'cli', 'main.js'), 'rls', '--config', configDir, '--grpc-port', '0', '--http-port', '0', '--no-watch', '--log-level', 'info'];
+  if (kind === 'bare') return spawnUntil('taskset', ['-c', '0', process.execPath, join(HERE, 'rls-bare.js')], (line) => (/^port (\d+)$/.exec(line)?.[1] ? { port: Number(/^port (\d+)$/.exec(line)[1]) } : undefined));
+  const args = ['-c', '0', process.execPath, join(ROOT, 'dist', 'cli', 'main.js'), 'rls', '--config', configDir, '--grpc-port', '0', '--http-port', '0', '--no-watch', '--admin-port', '0', '--log-level', 'info'];
   if (kind === 'redis') args.push('--redis', redisUrl);
   return spawnUntil('taskset', args, rlsPort);
 }
@@ -115,17 +120,17 @@ function call(c, n, i) {
   return new Promise((resolve, reject) => c.ShouldRateLimit({ domain: 'bench', descriptors }, { deadline: Date.now() + 10_000 }, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
-async function measure(port, n) {
+async function measure(port, n, concurrency, seconds, warm) {
   const c = client(port);
-  for (let i = 0; i < 2000; i++) await call(c, n, i); // warm-up: connection, JIT, scripts loaded
+  for (let i = 0; i < warm; i++) await call(c, n, i); // warm-up: connection, JIT, scripts loaded
   const latencies = [];
   let over = 0;
   let errors = 0;
   let i = 0;
   const start = performance.now();
-  const until = start + SECONDS * 1000;
+  const until = start + seconds * 1000;
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (performance.now() < until) {
         const t = performance.now();
         try {
@@ -151,12 +156,19 @@ const redis = await startRedis();
 const rows = [];
 try {
   for (const kind of ['bare', 'memory', 'redis']) {
-    const { child, value: port } = await startServer(kind, dir, redis.url);
+    const { child, value } = await startServer(kind, dir, redis.url);
     try {
       for (const n of [1, 4]) {
-        const m = await measure(port, n);
-        rows.push({ server: kind, descriptors: n, ...m });
-        process.stderr.write(`${kind} ${n}: ${m.perSecond}/s p99 ${m.p99.toFixed(2)} ms\n`);
+        const m = await measure(value.port, n, CONCURRENCY, SECONDS, 2000);
+        // Latency at low concurrency: each call's own time, not the queue of a saturated closed loop.
+        const l = await measure(value.port, n, LATENCY_CONCURRENCY, Math.max(1, SECONDS / 2), 200);
+        rows.push({ server: kind, descriptors: n, ...m, latency: { concurrency: LATENCY_CONCURRENCY, perSecond: l.perSecond, p50: l.p50, p99: l.p99, max: l.max } });
+        process.stderr.write(`${kind} ${n}: ${m.perSecond}/s p99 ${m.p99.toFixed(2)} ms; at ${LATENCY_CONCURRENCY} in flight p99 ${l.p99.toFixed(2)} ms\n`);
+      }
+      if (value.admin !== undefined) {
+        const text = await (await fetch(`${value.admin}/metrics`)).text();
+        const failOpen = Number(/ratecontract_rls_descriptors_total\{result="fail_open"\} (\d+)/.exec(text)?.[1] ?? 0);
+        for (const r of rows) if (r.server === kind) r.failOpenDescriptors = failOpen;
       }
     } finally {
       await stop(child);
@@ -167,9 +179,12 @@ try {
 }
 const ceiling = (n) => rows.find((r) => r.server === 'bare' && r.descriptors === n).perSecond;
 const lines = [
-  `| server | descriptors per call | calls/s | vs bare grpc-js | p50 ms | p99 ms | max ms | errors |`,
+  `| server | descriptors per call | calls/s (${CONCURRENCY} in flight) | vs bare grpc-js | p50 / p99 ms (${CONCURRENCY} in flight) | p50 / p99 / max ms (${LATENCY_CONCURRENCY} in flight) | errors | descriptors failed open (run total) |`,
   `| --- | --- | --- | --- | --- | --- | --- | --- |`,
-  ...rows.map((r) => `| ${r.server === 'bare' ? 'bare grpc-js (ceiling)' : `ratecontract rls, ${r.server}`} | ${r.descriptors} | ${r.perSecond} | ${(r.perSecond / ceiling(r.descriptors)).toFixed(2)}x | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.max.toFixed(1)} | ${r.errors} |`),
+  ...rows.map(
+    (r) =>
+      `| ${r.server === 'bare' ? 'bare grpc-js (ceiling)' : `ratecontract rls, ${r.server}`} | ${r.descriptors} | ${r.perSecond} | ${(r.perSecond / ceiling(r.descriptors)).toFixed(2)}x | ${r.p50.toFixed(2)} / ${r.p99.toFixed(2)} | ${r.latency.p50.toFixed(2)} / ${r.latency.p99.toFixed(2)} / ${r.latency.max.toFixed(1)} | ${r.errors} | ${r.server === 'bare' ? 'n/a' : String(r.failOpenDescriptors ?? 0)} |`,
+  ),
 ];
 mkdirSync(join(HERE, 'results'), { recursive: true });
 writeFileSync(join(HERE, 'results', 'rls-latest.json'), JSON.stringify({ date: new Date().toISOString(), seconds: SECONDS, concurrency: CONCURRENCY, rows }, null, 2) + '\n');

@@ -3,8 +3,7 @@ import { ConfigError, memoryStore, type Store } from '../index.js';
 import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
 import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
 import { rulesTable, startRls } from '../rls/server.js';
-import { ArgumentError, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
-import { parseDuration } from '../core/duration.js';
+import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
 
 /** Default ports of envoyproxy/ratelimit: gRPC 8081, HTTP 8080. */
 export const DEFAULT_GRPC_PORT = 8081;
@@ -49,16 +48,6 @@ export const rlsCommand: Command = {
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
-function durationOption(args: ParsedArgs, name: string, fallback: string): number {
-  const raw = stringOption(args, name) ?? fallback;
-  try {
-    const ms = parseDuration(/^\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw, `--${name}`);
-    if (ms <= 0) throw new Error(`--${name} must be positive, got ${JSON.stringify(raw)}`);
-    return ms;
-  } catch (error) {
-    throw new ArgumentError(error instanceof Error ? error.message : String(error));
-  }
-}
 
 function redactUrl(url: URL): string {
   const u = new URL(url.toString());
@@ -197,19 +186,6 @@ async function runRls(args: ParsedArgs): Promise<number> {
     ].join('\n') + '\n',
   );
 
-  await new Promise<void>((resolve) => {
-    let signals = 0;
-    const stop = (signal: NodeJS.Signals): void => {
-      if (++signals > 1 && signal === 'SIGINT') process.exit(130);
-      rls.shutdown(signal).then(resolve, (error: unknown) => {
-        logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) });
-        resolve();
-      });
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.on('SIGHUP', () => void rls.reload('SIGHUP'));
-  });
-  setTimeout(() => process.exit(0), 1_000).unref();
+  await runUntilStopped(rls, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
   return 0;
 }

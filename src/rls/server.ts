@@ -155,9 +155,21 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
   const reloads = new Counter({ name: 'ratecontract_config_reloads_total', help: 'Config reloads by result (ok, refused).', labelNames: ['result'], registers: [registry] });
   const metrics = prometheusMetrics({ registry, limiters: () => engine.limiters() as unknown as Limiter[] });
 
+  // Label children resolved once: the counters are bumped on every call.
+  const okCalls = requests.labels('ok');
+  const overCalls = requests.labels('over_limit');
+  const byResult = new Map<string, { inc(): void }>();
+  const resultCounter = (result: string): { inc(): void } => {
+    let c = byResult.get(result);
+    if (c === undefined) {
+      c = descriptors.labels(result.replace('-', '_'));
+      byResult.set(result, c);
+    }
+    return c;
+  };
   function count(r: RlsResponse, domain: string): void {
-    requests.inc({ code: r.overallCode === 'OK' ? 'ok' : 'over_limit' });
-    for (const s of r.statuses) descriptors.inc({ result: s.result.replace('-', '_') });
+    (r.overallCode === 'OK' ? okCalls : overCalls).inc();
+    for (const s of r.statuses) resultCounter(s.result).inc();
     if (!engine.config.domains.has(domain)) domainNotFound.inc();
   }
 

@@ -1,26 +1,14 @@
 /**
  * Spawns `node dist/cli/main.js rls ...` as a user runs it (npm run build
- * first), under `timeout --signal=KILL` so a leaked process dies by itself,
- * and a real @grpc/grpc-js client on the shipped protos.
+ * first; test/service/helpers.ts `spawnCli`), and a real @grpc/grpc-js
+ * client on the shipped protos.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { MAIN, ROOT } from '../service/helpers.js';
-
-const LIFETIME_S = 120;
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const p of live) p.kill('SIGKILL');
-});
-
-export interface LogLine {
-  readonly event?: string;
-  readonly [k: string]: unknown;
-}
+import { ROOT, spawnCli, type LogLine } from '../service/helpers.js';
 
 export interface Rls {
   readonly grpcAddress: string;
@@ -113,79 +101,20 @@ export function rlsClient(address: string): RlsClient {
 
 /** Starts `ratecontract rls ...args` on free ports and resolves once its startup line is out. */
 export async function startRls(args: readonly string[], budgetMs = 20_000): Promise<Rls> {
-  const all = ['--grpc-port', '0', '--http-port', '0', '--admin-port', '0', ...args];
-  const proc = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), process.execPath, MAIN, 'rls', ...all], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(proc);
-  const logs: LogLine[] = [];
-  const waiters: Array<{ test: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
-  let err = '';
-  let buf = '';
-  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  proc.stdout.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      let parsed: LogLine;
-      try {
-        parsed = JSON.parse(line) as LogLine;
-      } catch {
-        parsed = { event: '(not json)', line };
-      }
-      logs.push(parsed);
-      for (const w of [...waiters]) {
-        if (w.test(parsed)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(parsed);
-        }
-      }
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => {
-    proc.once('exit', (code) => {
-      live.delete(proc);
-      resolve(code);
-    });
-  });
-  const waitForLog = (test: (l: LogLine) => boolean, budget = 10_000): Promise<LogLine> => {
-    const past = logs.find(test);
-    if (past !== undefined) return Promise.resolve(past);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching log line within ${budget} ms; logs: ${JSON.stringify(logs)}; stderr: ${err}`)), budget);
-      waiters.push({
-        test,
-        resolve: (l) => {
-          clearTimeout(timer);
-          resolve(l);
-        },
-      });
-    });
-  };
+  const s = spawnCli(['rls', '--grpc-port', '0', '--http-port', '0', '--admin-port', '0', ...args]);
   const startup = await Promise.race([
-    waitForLog((l) => l.event === 'startup', budgetMs),
-    exited.then((code) => {
-      throw new Error(`rls exited (${String(code)}) before starting; stderr: ${err}`);
+    s.waitForLog((l) => l.event === 'startup', budgetMs),
+    s.exited.then((code) => {
+      throw new Error(`rls exited (${String(code)}) before starting; stderr: ${s.stderr()}`);
     }),
   ]);
-  const signal = (name: NodeJS.Signals): void => {
-    if (proc.exitCode !== null) return;
-    const pid = logs.find((l) => typeof l.pid === 'number')?.pid as number | undefined;
-    if (pid === undefined) proc.kill(name);
-    else process.kill(pid, name);
-  };
   const grpcAddress = startup.grpc as string;
   const client = rlsClient(grpcAddress);
-  const stop = async (): Promise<number | null> => {
+  const stop = (): Promise<number | null> => {
     client.close();
-    if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
-    signal('SIGTERM');
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
-    const code = await exited;
-    clearTimeout(timer);
-    return code;
+    return s.stop();
   };
-  return { grpcAddress, httpUrl: startup.http as string, adminUrl: startup.admin as string | undefined, logs, client, stderr: () => err, waitForLog, exited, signal, stop };
+  return { grpcAddress, httpUrl: startup.http as string, adminUrl: startup.admin as string | undefined, logs: s.logs, client, stderr: s.stderr, waitForLog: s.waitForLog, exited: s.exited, signal: s.signal, stop };
 }
 
 /** One request's descriptor from `key=value` pairs (`key` alone for an empty value). */
