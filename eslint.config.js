@@ -51,11 +51,14 @@ export default tseslint.config(
   ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
   ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
   // The metrics bindings read core events and limiters only: library users get them without the service or the config file.
-  ...layer('src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service']),
+  ...layer('src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls']),
+  // The Envoy rate limit service sits beside src/service: it builds on core, stores, http, metrics and config, and only the cli imports it.
+  ...layer('src/rls/**/*.ts', ['adapters', 'cli', 'testing', 'service']),
+  ...layer('src/service/**/*.ts', ['rls']),
   {
     // Unit tests run without Redis: only test/redis, test/faults, test/load and test/service (spawned services) may start redis-server or talk to it.
     files: ['test/**/*.ts'],
-    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**', 'test/service/**'],
+    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**', 'test/service/**', 'test/rls/**'],
     rules: {
       'no-restricted-imports': [
         'error',

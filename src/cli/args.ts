@@ -1,3 +1,4 @@
+import { parseDuration } from '../core/duration.js';
 import { parseArgs } from 'node:util';
 
 /**
@@ -171,4 +172,44 @@ export function integerOption(args: ParsedArgs, name: string, fallback: number, 
     throw new ArgumentError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   }
   return n;
+}
+
+/** A positive duration option (`8ms`, `5s`, or integer ms): the default when absent, an `ArgumentError` naming the option otherwise. */
+export function durationOption(args: ParsedArgs, name: string, fallback: string): number {
+  const raw = stringOption(args, name) ?? fallback;
+  try {
+    const ms = parseDuration(/^\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw, `--${name}`);
+    if (ms <= 0) throw new Error(`--${name} must be positive, got ${JSON.stringify(raw)}`);
+    return ms;
+  } catch (error) {
+    throw new ArgumentError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** A running service as the signal handling sees it. */
+export interface Stoppable {
+  reload(reason: string): Promise<boolean>;
+  shutdown(reason: string): Promise<void>;
+}
+
+/**
+ * Resolves once SIGTERM or SIGINT has stopped the service (a second SIGINT
+ * exits 130 at once); SIGHUP reloads. Then nothing left open (a socket that
+ * ignores its end) may keep the stopped process alive past 1 s.
+ */
+export async function runUntilStopped(service: Stoppable, onShutdownError: (error: unknown) => void): Promise<void> {
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (++signals > 1 && signal === 'SIGINT') process.exit(130);
+      service.shutdown(signal).then(resolve, (error: unknown) => {
+        onShutdownError(error);
+        resolve();
+      });
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGHUP', () => void service.reload('SIGHUP'));
+  });
+  setTimeout(() => process.exit(0), 1_000).unref();
 }

@@ -4,15 +4,20 @@ import type { RateContractConfig } from '../config/types.js';
 import { ConfigError } from '../core/errors.js';
 import { formatDuration } from '../core/duration.js';
 import { loadContract, UsageFailure } from './check.js';
+import { loadRlsConfig } from '../rls/config.js';
+import { auditRls, type RlsAudit } from '../rls/audit.js';
 
 export const AUDIT_USAGE = `usage: ratecontract audit [--config FILE] [--json | --markdown] [--against OLD_FILE]
+       ratecontract audit --rls --config FILE|DIR [--json]
 
 Prints the contract table (one row per limit: purpose, key, algorithm and its
 burst bound, status, fail mode in numbers, the most one key gets per day,
 routes, store, shadow, reason) and the findings, each with a stable code and
 a severity. With --against, also what changed since OLD_FILE, each change
 flagged when it weakens the contract. Without --config, audits the built-in
-demo contract.
+demo contract. With --rls, audits a rate limit service config (the files of
+ratecontract rls): every rule with its fail mode, and the findings (a rule
+without purpose is flagged).
 
 exit codes: 0 no error finding; 1 at least one error finding; 2 a config
 that cannot be read or is invalid, or bad usage.`;
@@ -22,6 +27,7 @@ export interface AuditArgs {
   readonly against: string | undefined;
   readonly format: 'text' | 'json' | 'markdown';
   readonly help: boolean;
+  readonly rls: boolean;
 }
 
 export function parseAuditArgs(argv: readonly string[]): AuditArgs {
@@ -29,6 +35,7 @@ export function parseAuditArgs(argv: readonly string[]): AuditArgs {
   let against: string | undefined;
   let format: AuditArgs['format'] = 'text';
   let help = false;
+  let rls = false;
   const value = (flag: string, v: string | undefined): string => {
     if (v === undefined || v.startsWith('--')) throw new UsageFailure(`${flag} needs a file name`);
     return v;
@@ -46,9 +53,28 @@ export function parseAuditArgs(argv: readonly string[]): AuditArgs {
     else if (arg.startsWith('--against=')) against = arg.slice('--against='.length);
     else if (arg === '--json') setFormat('json', arg);
     else if (arg === '--markdown') setFormat('markdown', arg);
+    else if (arg === '--rls') rls = true;
     else throw new UsageFailure(`unknown option ${arg}`);
   }
-  return { config, against, format, help };
+  if (rls && config === undefined) throw new UsageFailure('--rls needs --config FILE|DIR');
+  if (rls && against !== undefined) throw new UsageFailure('--rls does not take --against');
+  if (rls && (format as AuditArgs['format']) === 'markdown') throw new UsageFailure('--rls prints text or --json');
+  return { config, against, format, help, rls };
+}
+
+function renderRls(audit: RlsAudit): string {
+  const lines: string[] = [`rate limit service config: ${audit.files.length} file(s), ${audit.rules.length} rule(s)`, ''];
+  for (const r of audit.rules) {
+    lines.push(`${r.path}  (${r.file})`);
+    lines.push(`  bound      ${r.bound}${r.algorithm === undefined ? '' : ` (${r.algorithm}${r.burst === undefined ? '' : `, burst ${r.burst}`})`}`);
+    lines.push(`  purpose    ${r.purpose}`);
+    if (r.onError !== undefined) lines.push(`  fail mode  ${r.onError}`);
+    lines.push(`  store      ${r.store}`, `  shadow     ${yesNo(r.shadow)}`, `  reason     ${r.reason ?? '(none)'}`, '');
+  }
+  const counts = (['error', 'warn', 'info'] as const).map((s) => `${audit.findings.filter((f) => f.severity === s).length} ${s}`).join(', ');
+  lines.push(`findings: ${counts}`);
+  for (const f of audit.findings) lines.push(`${f.severity.padEnd(5)} ${f.code}  ${f.subject}: ${f.message}`);
+  return lines.join('\n') + '\n';
 }
 
 function yesNo(b: boolean): string {
@@ -164,6 +190,20 @@ export async function runAudit(argv: readonly string[], out: (s: string) => void
   if (args.help) {
     out(AUDIT_USAGE + '\n');
     return 0;
+  }
+  if (args.rls) {
+    let audit: RlsAudit;
+    try {
+      audit = auditRls(await loadRlsConfig(args.config ?? ''));
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        err(error.message + '\n');
+        return 2;
+      }
+      throw error;
+    }
+    out(args.format === 'json' ? JSON.stringify(audit, null, 2) + '\n' : renderRls(audit));
+    return audit.findings.some((f) => f.severity === 'error') ? 1 : 0;
   }
   let config: RateContractConfig;
   let old: RateContractConfig | undefined;

@@ -3,11 +3,12 @@ import { ArgumentError, EXIT_USAGE, formatUsage, runCommand, type Command } from
 import { runAudit } from './audit.js';
 import { runCheck } from './check.js';
 import { replayCommand } from './replay-command.js';
+import { rlsCommand } from './rls.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate-command.js';
 
 /** Every command declared as a `Command`, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [serveCommand, simulateCommand, replayCommand];
+const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, simulateCommand, replayCommand];
 /** Commands that parse their own arguments (`--help` included): name and summary for the listing. */
 const OWN_PARSERS: ReadonlyArray<{ readonly name: string; readonly summary: string }> = [
   { name: 'check', summary: 'validate a contract file (YAML or JSON); exit 0 with a summary, 2 with the error line' },
@@ -46,6 +47,8 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'serve':
       return runCommand(serveCommand, rest);
+    case 'rls':
+      return runCommand(rlsCommand, rest);
     case 'simulate':
       return runCommand(simulateCommand, rest);
     case 'replay':

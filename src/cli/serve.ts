@@ -2,8 +2,7 @@ import { pino } from 'pino';
 import { ConfigError } from '../core/errors.js';
 import { auditContract, demoConfig, loadConfig, type RateContractConfig, type StoreConfig } from '../config/index.js';
 import { startService } from '../service/index.js';
-import { ArgumentError, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
-import { parseDuration } from '../core/duration.js';
+import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
 
 /** Default port of the API (or proxy). */
 export const DEFAULT_PORT = 8080;
@@ -43,16 +42,6 @@ export const serveCommand: Command = {
   run: runServe,
 };
 
-function durationOption(args: ParsedArgs, name: string, fallback: string): number {
-  const raw = stringOption(args, name) ?? fallback;
-  try {
-    const ms = parseDuration(/^\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw, `--${name}`);
-    if (ms <= 0) throw new Error(`--${name} must be positive, got ${JSON.stringify(raw)}`);
-    return ms;
-  } catch (error) {
-    throw new ArgumentError(error instanceof Error ? error.message : String(error));
-  }
-}
 
 function urlOption(args: ParsedArgs, name: string, protocols: readonly string[]): URL | undefined {
   const raw = stringOption(args, name);
@@ -174,20 +163,6 @@ async function runServe(args: ParsedArgs): Promise<number> {
   ];
   process.stderr.write(banner.join('\n') + '\n');
 
-  await new Promise<void>((resolve) => {
-    let signals = 0;
-    const stop = (signal: NodeJS.Signals): void => {
-      if (++signals > 1 && signal === 'SIGINT') process.exit(130);
-      running.shutdown(signal).then(resolve, (error: unknown) => {
-        logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) });
-        resolve();
-      });
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.on('SIGHUP', () => void running.reload('SIGHUP'));
-  });
-  // Whatever is still open (a socket that ignores its end) must not keep a stopped service alive.
-  setTimeout(() => process.exit(0), 1_000).unref();
+  await runUntilStopped(running, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
   return 0;
 }

@@ -60,15 +60,35 @@ export async function runCli(args: readonly string[], budgetMs = 20_000): Promis
   return { code, stdout, stderr };
 }
 
-/** Starts `ratecontract serve ...args` and resolves once it printed its listening line. */
-export async function serve(args: readonly string[], budgetMs = 20_000): Promise<Served> {
-  const proc = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), process.execPath, MAIN, 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** A spawned `ratecontract <command>`: its JSON log lines (stdout) as they come, stderr, signals. */
+export interface Spawned {
+  readonly proc: ChildProcess;
+  readonly logs: LogLine[];
+  readonly stderr: () => string;
+  /** Called with each stderr chunk as it arrives (after it is added to `stderr()`). */
+  readonly onStderr: (listener: () => void) => void;
+  /** Resolves with the first log line (past or future) that `test` accepts. */
+  readonly waitForLog: (test: (l: LogLine) => boolean, budgetMs?: number) => Promise<LogLine>;
+  readonly exited: Promise<number | null>;
+  readonly signal: (name: NodeJS.Signals) => void;
+  /** SIGTERM and wait; SIGKILL past the budget. */
+  readonly stop: () => Promise<number | null>;
+}
+
+/** Spawns `ratecontract ...args` (a long-running command) under `timeout --signal=KILL`, killed when the test process exits. */
+export function spawnCli(args: readonly string[]): Spawned {
+  const proc = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), process.execPath, MAIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(proc);
   const logs: LogLine[] = [];
   const waiters: Array<{ test: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  const stderrListeners: Array<() => void> = [];
   let err = '';
   let buf = '';
-  proc.stdout?.on('data', (d: Buffer) => {
+  proc.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+    for (const l of stderrListeners) l();
+  });
+  proc.stdout.on('data', (d: Buffer) => {
     buf += d.toString();
     let i;
     while ((i = buf.indexOf('\n')) >= 0) {
@@ -95,29 +115,11 @@ export async function serve(args: readonly string[], budgetMs = 20_000): Promise
       resolve(code);
     });
   });
-  const listening = new Promise<{ url: string; adminUrl: string | undefined }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not listen within ${budgetMs} ms; stderr: ${err}`)), budgetMs);
-    proc.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /^listening (http:\/\/\S+)$/m.exec(err);
-      const a = /^admin (http:\/\/\S+)/m.exec(err);
-      // The admin line follows the listening line in the same write.
-      if (m?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve({ url: m[1], adminUrl: a?.[1] });
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited (${String(code)}) before listening; stderr: ${err}`));
-    });
-  });
-  const { url, adminUrl } = await listening;
   const waitForLog = (test: (l: LogLine) => boolean, budget = 10_000): Promise<LogLine> => {
     const past = logs.find(test);
     if (past !== undefined) return Promise.resolve(past);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching log line within ${budget} ms; logs: ${JSON.stringify(logs)}`)), budget);
+      const timer = setTimeout(() => reject(new Error(`no matching log line within ${budget} ms; logs: ${JSON.stringify(logs)}; stderr: ${err}`)), budget);
       waiters.push({
         test,
         resolve: (l) => {
@@ -142,7 +144,31 @@ export async function serve(args: readonly string[], budgetMs = 20_000): Promise
     clearTimeout(timer);
     return code;
   };
-  return { proc, url, adminUrl, logs, stderr: () => err, waitForLog, exited, signal, stop };
+  return { proc, logs, stderr: () => err, onStderr: (l) => stderrListeners.push(l), waitForLog, exited, signal, stop };
+}
+
+/** Starts `ratecontract serve ...args` and resolves once it printed its listening line. */
+export async function serve(args: readonly string[], budgetMs = 20_000): Promise<Served> {
+  const s = spawnCli(['serve', ...args]);
+  const listening = new Promise<{ url: string; adminUrl: string | undefined }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not listen within ${budgetMs} ms; stderr: ${s.stderr()}`)), budgetMs);
+    const look = (): void => {
+      const m = /^listening (http:\/\/\S+)$/m.exec(s.stderr());
+      const a = /^admin (http:\/\/\S+)/m.exec(s.stderr());
+      // The admin line follows the listening line in the same write.
+      if (m?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve({ url: m[1], adminUrl: a?.[1] });
+      }
+    };
+    s.onStderr(look);
+    void s.exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited (${String(code)}) before listening; stderr: ${s.stderr()}`));
+    });
+  });
+  const { url, adminUrl } = await listening;
+  return { proc: s.proc, url, adminUrl, logs: s.logs, stderr: s.stderr, waitForLog: s.waitForLog, exited: s.exited, signal: s.signal, stop: s.stop };
 }
 
 /** A node:http server on 127.0.0.1 with a free port. */
