@@ -23,8 +23,12 @@ interface Lease {
 
 interface LeaseKey {
   lease: Lease | undefined;
-  /** A draw in flight for this key: later checks wait for it instead of drawing too. */
-  pending: Promise<void> | undefined;
+  /**
+   * A lease draw in flight for this key. Checks that find one make exact
+   * shared checks meanwhile (cost only, nothing left over), so a process
+   * never holds more than `maxLease` unspent units of a key.
+   */
+  pending: boolean;
   /** The shared remaining the last draw reported, for the next lease's size. */
   shared: number | undefined;
 }
@@ -236,12 +240,10 @@ export class TierStore implements Store {
       if (lease === undefined) continue;
       let state = lease.keys.get(op.key);
       if (state === undefined) {
-        state = { lease: undefined, pending: undefined, shared: undefined };
+        state = { lease: undefined, pending: false, shared: undefined };
         lease.keys.set(op.key, state);
         if (lease.keys.size > lease.tier.maxKeys) this.#evictOldest(lease);
       }
-      // One draw per key at a time: a check that finds one in flight decides after it.
-      for (let waits = 0; state.pending !== undefined && waits < 2; waits++) await state.pending;
       planned ??= [];
       planned.push({ index: i, lease, state, reserved: 0, draw: 0 });
     }
@@ -255,7 +257,14 @@ export class TierStore implements Store {
         l.units -= op.cost;
         p.reserved = op.cost;
       } else {
-        p.draw = exact ? op.cost : this.#size(p.lease, p.state, op.cost);
+        // One lease draw per key at a time; near the limit the size is the cost: an exact shared check.
+        p.draw = exact || p.state.pending ? op.cost : this.#size(p.lease, p.state, op.cost);
+        if (p.draw > op.cost) {
+          // What the old lease still holds goes back first, so that the key's unspent units never exceed maxLease.
+          if (l !== undefined) void this.#giveBack(p.lease, op.key, l);
+          p.state.lease = undefined;
+          p.state.pending = true;
+        }
         needStore = true;
       }
     }
@@ -274,10 +283,7 @@ export class TierStore implements Store {
       sent.push(p === undefined ? op : { limit: p.lease.shared, key: op.key, cost: p.draw, leaseId: undefined });
       sentIndex.push(i);
     });
-    let settle: () => void = () => undefined;
-    const pending = new Promise<void>((resolve) => (settle = resolve));
     const drawing = planned.filter((p) => p.draw > 0);
-    for (const p of drawing) p.state.pending = pending;
     let res: readonly StoreOpResult[];
     try {
       res = await this.#shared(sent, now);
@@ -285,8 +291,7 @@ export class TierStore implements Store {
       for (const p of planned) this.#unreserve(p);
       throw error;
     } finally {
-      for (const p of drawing) if (p.state.pending === pending) p.state.pending = undefined;
-      settle();
+      for (const p of drawing) if (p.draw > (ops[p.index] as StoreOp).cost) p.state.pending = false;
     }
     const out = new Array<StoreOpResult>(ops.length);
     const replyAt = new Map<number, StoreOpResult>();
@@ -324,6 +329,12 @@ export class TierStore implements Store {
         out[p.index] = r;
         continue;
       }
+      if (p.draw === op.cost) {
+        // An exact shared check: nothing left over, and any lease that arrived meanwhile stays.
+        p.state.shared = r.remaining;
+        out[p.index] = r;
+        continue;
+      }
       this.#replace(p.lease, p.state, op, r, now, at, p.draw - op.cost);
       out[p.index] = { ...r, remaining: Math.min(op.limit.params.burst, r.remaining + p.draw - op.cost) };
     }
@@ -358,7 +369,7 @@ export class TierStore implements Store {
     return Math.max(cost, Math.min(lease.maxLease, Math.floor(shared / (2 * k))));
   }
 
-  /** A draw admitted: the new lease holds what the request did not take; whatever the old one held goes back. */
+  /** A lease draw admitted: the new lease holds what the request did not take; whatever an old one held goes back. */
   #replace(lease: LeaseLimit, state: LeaseKey, op: StoreOp, r: StoreOpResult, now: number, at: number, units: number): void {
     const old = state.lease;
     if (old !== undefined) void this.#giveBack(lease, op.key, old);
@@ -391,7 +402,7 @@ export class TierStore implements Store {
 
   #evictOldest(lease: LeaseLimit): void {
     for (const [key, s] of lease.keys) {
-      if (s.pending !== undefined) continue;
+      if (s.pending) continue;
       lease.keys.delete(key);
       if (s.lease !== undefined) void this.#giveBack(lease, key, s.lease);
       return;
