@@ -104,7 +104,7 @@ function tierKeys(v: unknown, option: string): number {
 }
 
 /** Validates `tier`: its mode, its options, and that the algorithm and the other clauses allow it. */
-function compileTier(v: unknown, where: string, algorithm: AlgorithmName, windowMs: number, countRejected: boolean): CompiledTier | undefined {
+function compileTier(v: unknown, where: string, algorithm: AlgorithmName, windowMs: number, countRejected: boolean, capacity: number): CompiledTier | undefined {
   if (v === undefined) return undefined;
   const at = `${where}tier`;
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('RC_INVALID_OPTION', at, "must be { mode: 'lease' } or { mode: 'pre-filter' }");
@@ -122,6 +122,7 @@ function compileTier(v: unknown, where: string, algorithm: AlgorithmName, window
     if (typeof o.maxLease !== 'number' || !Number.isSafeInteger(o.maxLease) || o.maxLease < 1) {
       throw new ConfigError('RC_INVALID_OPTION', `${at}.maxLease`, `must be a positive integer, got ${typeof o.maxLease === 'number' ? String(o.maxLease) : typeof o.maxLease}`);
     }
+    if (o.maxLease > capacity) throw new ConfigError('RC_INVALID_OPTION', `${at}.maxLease`, `must be at most the limit's capacity ${capacity}, got ${o.maxLease}`);
     maxLease = o.maxLease;
   }
   const leaseLifetimeMs = o.leaseLifetime === undefined ? Math.max(1, Math.floor(windowMs / 10)) : parseDuration(o.leaseLifetime, `${at}.leaseLifetime`);
@@ -213,7 +214,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   if (count === 'failures' && algorithm === 'concurrency') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `'failures' does not apply to concurrency (a lease is released when the work ends)`);
   const isFailure = failurePredicate(def.failureStatus, `${where}failureStatus`);
   const countRejected = optionalBoolean(def.countRejected, `${where}countRejected`);
-  const tier = compileTier(def.tier, where, algorithm, windowMs, countRejected);
+  const tier = compileTier(def.tier, where, algorithm, windowMs, countRejected, algo.capacity(params));
   if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
   return {
     name,
