@@ -5,7 +5,7 @@ const base: LimitDefinition = { name: 'a', purpose: 'abuse', algorithm: 'fixed-w
 
 function refused(def: Partial<LimitDefinition>, replicas: number | 'discover' = 1): ConfigError {
   try {
-    createLimiter({ replicas, limits: [{ ...base, ...def } as LimitDefinition] }).close();
+    createLimiter({ replicas, limits: [{ ...base, ...def }] }).close();
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return error as ConfigError;
@@ -41,6 +41,6 @@ describe('tier option: refused at construction, naming the option', () => {
     const e = refused(gcra, 4);
     expect(e.option).toBe('limits[0].tier.maxLease');
     expect(e.message).toContain('4 x 5');
-    expect(() => createLimiter({ replicas: 3, limits: [{ ...base, ...gcra } as LimitDefinition] }).close()).not.toThrow();
+    expect(() => createLimiter({ replicas: 3, limits: [{ ...base, ...gcra }] }).close()).not.toThrow();
   });
 });
