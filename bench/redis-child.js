@@ -99,6 +99,7 @@ await new Promise((r) => setTimeout(r, warmupMs));
 const cpu0 = process.cpuUsage();
 const [rcpu0] = await Promise.all([redisCpuS(), admin.config('RESETSTAT')]);
 const diag0 = { ...diag };
+const fellBack0 = c.fellBack?.() ?? 0;
 phase = 'measure';
 windowStart = performance.now();
 await new Promise((r) => setTimeout(r, measureMs));
@@ -107,6 +108,7 @@ windowEnd = performance.now();
 const cpu1 = process.cpuUsage(cpu0);
 const rcpu1 = await redisCpuS();
 const counted = n;
+const fellBackInWindow = (c.fellBack?.() ?? 0) - fellBack0;
 const stats = await commandStats();
 await Promise.all(workers);
 
@@ -129,6 +131,8 @@ process.stdout.write(
     scriptsPerDecision: scripts / counted,
     commands: stats,
     rejected: c.rejected(),
+    // Decisions in the measured window that a fail mode made (ratecontract only; null for the others).
+    fellBack: c.fellBack === undefined ? null : fellBackInWindow,
     errors,
     firstError,
     diagnostics: diag,

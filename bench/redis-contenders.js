@@ -70,20 +70,41 @@ function batchOption() {
   return { batch: v === 'off' ? false : { maxChecks: Number(v) } };
 }
 
+/**
+ * The limits' two-tier mode (`tier`, issue 16): none, unless BENCH_TIER is
+ * `lease` or `pre-filter`, for fleet-sizing.js's two-tier and pre-filter
+ * modes. The bench process is one process of a fleet of BENCH_REPLICAS
+ * (default 4), which sizes the leases.
+ */
+function tierOption(limits) {
+  const mode = process.env.BENCH_TIER;
+  if (mode === undefined || mode === '') return limits;
+  if (mode !== 'lease' && mode !== 'pre-filter') throw new Error(`BENCH_TIER: 'lease' or 'pre-filter', got ${JSON.stringify(mode)}`);
+  return limits.map((l) => ({ ...l, tier: { mode } }));
+}
+
 /** ratecontract, redisStore over the given client, `limits`, `ctxOf(i)`. */
 function ratecontract(connect, limits, ctxOf) {
   return async (port) => {
     const client = await connect(port);
     const store = redisStore({ client, deadlineMs: DEADLINE_MS, ...batchOption() });
     await store.preload();
-    const limiter = createLimiter({ limits, store });
+    const limiter = createLimiter({ limits: tierOption(limits), store, replicas: Number(process.env.BENCH_REPLICAS ?? 4) });
     let rejected = 0;
+    let fellBack = 0;
+    // Two-tier decisions resolve without I/O, so a closed loop of them would never let the event loop turn
+    // (the measuring timers, the socket reads); a server yields between requests: so does this loop, every 64th check.
+    const yieldEvery = process.env.BENCH_TIER ? 64 : 0;
     const decide = async (i) => {
-      if ((await limiter.check(ctxOf(i))).allowed) return true;
+      if (yieldEvery > 0 && i % yieldEvery === 0) await new Promise((r) => setImmediate(r));
+      const d = await limiter.check(ctxOf(i));
+      // A decision that some limit's fail mode made (the store timed out, failed, or its breaker was open).
+      if (d.results.some((r) => r.source !== 'store')) fellBack++;
+      if (d.allowed) return true;
       rejected++;
       return false;
     };
-    return { decide, rejected: () => rejected, close: () => client.quit() };
+    return { decide, rejected: () => rejected, fellBack: () => fellBack, close: () => client.quit() };
   };
 }
 
@@ -98,11 +119,11 @@ const oneCtx = (i) => ({ ip: KEY_OF.ip(i) });
 const fourCtx = (i) => ({ ip: KEY_OF.ip(i), query: { to: KEY_OF.recipient(i) }, headers: { 'x-tenant': KEY_OF.tenant(i) } });
 
 /** rate-limiter-flexible RateLimiterRedis (ioredis), one limiter per limit, `consume` awaited in sequence. */
-function rateLimiterFlexible(names) {
+function rateLimiterFlexible(names, keyOf = KEY_OF) {
   return async (port) => {
     const client = await ioredis(port);
     const limiters = names.map((name) => new RateLimiterRedis({ storeClient: client, keyPrefix: `rlf-${name}`, points: COUNT, duration: WINDOW_MS / 1000 }));
-    const keyFns = names.map((name) => KEY_OF[name]);
+    const keyFns = names.map((name) => keyOf[name]);
     let rejected = 0;
     const decide = async (i) => {
       try {
@@ -150,6 +171,42 @@ function rateLimitRedis(names) {
 
 const FOUR_NAMES = ['recipient', 'tenant', 'ip', 'global'];
 
+/**
+ * The OTP workload (issue 16): POST /otp/send limited per recipient, per
+ * tenant, per IP and globally, with the demo contract's algorithms
+ * (src/config/demo.ts: gcra, sliding-window, token-bucket, gcra). Request i
+ * goes to its own recipient (distinct), from one of 100 tenants and one of
+ * 1,000 IPs (a fixed pseudo-random draw from i, the same for every
+ * contender), and every request touches the one global key. The limits are
+ * scaled as above so that nothing is rejected: every request is a write.
+ */
+const mix = (i, salt) => {
+  let h = Math.imul(i ^ salt, 0x9e3779b1);
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x85ebca6b);
+  return (h ^ (h >>> 13)) >>> 0;
+};
+export const OTP_KEY_OF = {
+  recipient: (i) => `+1555${String(i).padStart(9, '0')}`,
+  tenant: (i) => `tenant-${mix(i, 0x51) % 100}`,
+  ip: (i) => keyOf(mix(i, 0x1f3) % 1000),
+  global: () => 'global',
+};
+const OTP = [
+  gcra('otp-recipient', 'abuse', 'query.to'),
+  { name: 'otp-tenant', purpose: 'abuse', algorithm: 'sliding-window', limit: COUNT, window: '1h', key: 'header.x-tenant' },
+  { name: 'otp-ip', purpose: 'abuse', algorithm: 'token-bucket', limit: RATE, burst: BURST, window: '1h', key: 'ip' },
+  gcra('otp-global', 'shedding', 'global'),
+];
+const otpCtx = (i) => ({ ip: OTP_KEY_OF.ip(i), query: { to: OTP_KEY_OF.recipient(i) }, headers: { 'x-tenant': OTP_KEY_OF.tenant(i) } });
+/** The one-limit check of the OTP comparison: gcra per IP over the same 1,000 IPs. */
+const OTP_ONE = [gcra('otp-ip', 'abuse', 'ip')];
+const otpOneCtx = (i) => ({ ip: OTP_KEY_OF.ip(i) });
+
+/** A single-source flood: one IP at 100 times its limit (gcra, 100 per hour, burst 10): nearly every check is rejected. */
+const FLOOD = [{ name: 'flood-ip', purpose: 'abuse', algorithm: 'gcra', limit: 100, burst: 10, window: '1h', key: 'ip' }];
+const floodCtx = () => ({ ip: '203.0.113.7' });
+
 /** id -> { label, limits (1 or 4), create(port) }. */
 export const redisContenders = {
   'rc-gcra': { label: 'ratecontract gcra, ioredis', limits: 1, create: ratecontract(ioredis, ONE, oneCtx) },
@@ -164,4 +221,8 @@ export const redisContenders = {
   'rc-chain4': { label: 'ratecontract 4 gcra limits, one chain', limits: 4, create: ratecontract(ioredis, FOUR, fourCtx) },
   'rlf-x4': { label: 'rate-limiter-flexible, 4 RateLimiterRedis in sequence', limits: 4, create: rateLimiterFlexible(FOUR_NAMES) },
   'rlr-x4': { label: 'rate-limit-redis, 4 RedisStores in sequence', limits: 4, create: rateLimitRedis(FOUR_NAMES) },
+  'rc-otp': { label: 'ratecontract OTP chain (recipient, tenant, ip, global), one chain', limits: 4, create: ratecontract(ioredis, OTP, otpCtx) },
+  'rc-otp-one': { label: 'ratecontract one limit (gcra per IP, 1,000 IPs)', limits: 1, create: ratecontract(ioredis, OTP_ONE, otpOneCtx) },
+  'rc-flood': { label: 'ratecontract one limit, one IP flooding (gcra 100/h, burst 10)', limits: 1, create: ratecontract(ioredis, FLOOD, floodCtx) },
+  'rlf-otp': { label: 'rate-limiter-flexible, 4 RateLimiterRedis in sequence (OTP keys)', limits: 4, create: rateLimiterFlexible(FOUR_NAMES, OTP_KEY_OF) },
 };

@@ -40,10 +40,14 @@ function ping(port) {
 /**
  * Starts redis-server; resolves `{ port, stop }` once it answers PING.
  * `maxSeconds`: the server is killed by `timeout` after this long regardless.
+ * `cpu`: the CPU to pin it to (taskset), or undefined for no pinning.
  */
-export async function startRedis({ maxSeconds = 600, log = () => {} } = {}) {
+export async function startRedis({ maxSeconds = 600, log = () => {}, cpu } = {}) {
   const port = await freePort();
+  // `cpu`: pin redis-server to that CPU (taskset), as the pinned benchmarks do.
+  const pin = cpu === undefined ? [] : ['-c', String(cpu), 'timeout'];
   const args = [
+    ...pin,
     '--signal=TERM',
     '--kill-after=5',
     String(maxSeconds),
@@ -56,7 +60,7 @@ export async function startRedis({ maxSeconds = 600, log = () => {} } = {}) {
     '--loglevel', 'warning',
     '--databases', '1',
   ];
-  const child = spawn('timeout', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(cpu === undefined ? 'timeout' : 'taskset', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   let exited = false;

@@ -362,10 +362,17 @@ export class TierStore implements Store {
     return undefined;
   }
 
-  /** The next lease's size: the shared remaining shared by 2k processes, between the cost and maxLease. */
+  /**
+   * The next lease's size: the shared remaining shared by 2k processes,
+   * between the cost and maxLease. A key this process has not seen yet gets
+   * an exact check first (its reply says what remains), so keys seen once
+   * (a distinct recipient per request) cost what a plain check costs and
+   * leave no unspent lease behind.
+   */
   #size(lease: LeaseLimit, state: LeaseKey, cost: number): number {
     const k = Math.max(1, this.#replicas());
-    const shared = state.shared ?? lease.shared.params.burst;
+    const shared = state.shared;
+    if (shared === undefined) return cost;
     return Math.max(cost, Math.min(lease.maxLease, Math.floor(shared / (2 * k))));
   }
 

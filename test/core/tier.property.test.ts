@@ -196,6 +196,8 @@ describe('two-tier: lease mode never over-admits (simulated processes on one sha
     const shared = memoryStore();
     const c: Case = { algorithm: 'fixed-window', limit: 100, windowMs: 60_000, burst: 100, k: 2, maxLease: 10, lifetimeMs: 60_000, steps: [] };
     const [a, b] = fleet(c, { mode: 'lease', maxLease: 10, leaseLifetime: '60s' }, clock, shared) as [Limiter, Limiter];
+    // The first check of a key is an exact shared check; the second draws a lease of 10 and spends one of it.
+    expect((await a.check({ principal: 'x' })).allowed).toBe(true);
     expect((await a.check({ principal: 'x' })).allowed).toBe(true);
     const plain = createLimiter({ clock, store: shared, limits: [{ name: 'l', purpose: 'abuse', algorithm: 'fixed-window', limit: 100, window: '60s', key: 'principal' }] });
     const remaining = async (): Promise<number> => {
@@ -203,12 +205,12 @@ describe('two-tier: lease mode never over-admits (simulated processes on one sha
       await new Promise((r) => setImmediate(r));
       return d.results[0]?.remaining ?? -1;
     };
-    // One admission spent of a lease of 10: the shared counter holds 10, so a plain check sees 100 - 10 - 1 left.
-    expect(await remaining()).toBe(89);
+    // The shared counter holds 1 + 10, so a plain check sees 100 - 11 - 1 left.
+    expect(await remaining()).toBe(88);
     a.close();
     await new Promise((r) => setImmediate(r));
-    // The 9 unspent units are back: 100 - 1 (a's) - 2 (the plain checks) left.
-    expect(await remaining()).toBe(97);
+    // The 9 unspent units are back: 100 - 2 (a's) - 2 (the plain checks) left.
+    expect(await remaining()).toBe(96);
     b.close();
   });
 });

@@ -225,7 +225,7 @@ describe('two-tier lease mode on a fleet of four processes and one redis-server'
       { algorithm: 'fixed-window', limit: 1_000_000, windowMs: 60_000, ...(tier !== undefined ? { tier } : {}) },
       { algorithm: 'gcra', limit: 1_000_000, windowMs: 60_000, ...(tier !== undefined ? { tier } : {}) },
     ];
-    const spec = { keys: 20, inflight: 16, checks: 12_000, record: false };
+    const spec = { keys: 20, inflight: 16, checks: 20_000, record: false };
     const plain = await fleet({ ...spec, limits: limits() }, K);
     const lease = await fleet({ ...spec, limits: limits({ mode: 'lease' }) }, K);
     const plainPer = plain.calls / decisions(plain.reports);
