@@ -20,30 +20,13 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { algorithms } from '../../src/algorithms/registry.js';
-import type { AlgorithmName, TierDefinition } from '../../src/index.js';
+import type { TierDefinition } from '../../src/index.js';
+import type { LimitSpec, Spec } from './fixtures/tier-spec.js';
 import { redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/tier-worker.ts', import.meta.url));
 const PINNED = availableParallelism() >= 2;
 const K = 4;
-
-interface LimitSpec {
-  readonly algorithm: AlgorithmName;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly burst?: number;
-  readonly tier?: TierDefinition;
-}
-
-interface Spec {
-  readonly limits: readonly LimitSpec[];
-  readonly keys: number;
-  readonly inflight: number;
-  readonly ms?: number;
-  readonly checks?: number;
-  readonly record: boolean;
-  readonly hotKey?: boolean;
-}
 
 interface Report {
   readonly start: number;
