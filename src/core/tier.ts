@@ -343,11 +343,12 @@ export class TierStore implements Store {
 
   /** Sends ops to the shared store, learns the clock offset, and records the pre-filtered admissions. */
   async #shared(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
-    const sent = this.#clock.now();
     const res = await this.#inner.evaluate(ops, now);
     const received = this.#clock.now();
     const decidedAt = res[0]?.decidedAt ?? now;
-    this.#offset.sample(sent, received, decidedAt);
+    // The store decided after the check's `now` (limiter time): server time, or that very `now` for a store that
+    // decides at the limiter's clock, whose offset is then 0. Either way the offset is at most decidedAt - now.
+    this.#offset.sample(now, received, decidedAt);
     this.#record(ops, res, now);
     return res;
   }

@@ -215,7 +215,59 @@ describe('two-tier: lease mode never over-admits (simulated processes on one sha
   });
 });
 
+/** A clock that moves by `tick` ms on every read (time passes inside a check), remembering the first read after `mark()`. */
+class TickingClock extends ManualClock {
+  #tick: number;
+  #marked = false;
+  first = 0;
+  constructor(start: number, tick: number) {
+    super(start);
+    this.#tick = tick;
+  }
+  mark(): void {
+    this.#marked = true;
+  }
+  override now(): number {
+    this.advance(this.#tick);
+    const t = super.now();
+    if (this.#marked) {
+      this.#marked = false;
+      this.first = t;
+    }
+    return t;
+  }
+}
+
 describe('two-tier: the local pre-filter never rejects what the shared limit would admit', () => {
+  it('also when time passes within a check (the store decides at the check\'s own instant)', async () => {
+    let local = 0;
+    await fc.assert(
+      fc.asyncProperty(caseArb, fc.integer({ min: 1, max: 7 }), async (c, tick) => {
+        const clock = new TickingClock(1_700_000_000_000, tick);
+        const inner = memoryStore();
+        const shared = counted(inner);
+        const limiters = fleet(c, { mode: 'pre-filter' }, clock, shared);
+        const limit = (limiters[0] as Limiter).limits[0];
+        for (const s of c.steps) {
+          clock.advance(s.dt);
+          for (let j = 0; j < s.together * s.rounds; j++) {
+            const before = shared.calls;
+            clock.mark();
+            const d = await (limiters[(s.process + j) % c.k] as Limiter).check({ principal: `k${s.key}` });
+            if (shared.calls !== before) continue;
+            local++;
+            const op = { limit: limit as NonNullable<typeof limit>, key: `k${s.key}`, cost: 1, leaseId: undefined };
+            const truth = inner.evaluateSync([op], clock.first)[0];
+            expect(truth?.allowed, 'the shared limit would have admitted it at the check\'s instant').toBe(false);
+            expect(d.retryAfterMs).toBeGreaterThanOrEqual(truth?.retryAfterMs ?? Infinity);
+          }
+        }
+      }),
+      fcBudget({ runs: 100, ms: 4000 }),
+    );
+    expect(local).toBeGreaterThan(20);
+  });
+
   it('each local rejection is a shared rejection at the same instant, with a Retry-After no shorter than the shared wait', async () => {
     let local = 0;
     await fc.assert(
