@@ -239,10 +239,10 @@ class TickingClock extends ManualClock {
 }
 
 describe('two-tier: the local pre-filter never rejects what the shared limit would admit', () => {
-  it('also when time passes within a check (the store decides at the check\'s own instant)', async () => {
+  it('each local rejection is a shared rejection at the check\'s instant, with a Retry-After no shorter than the shared wait (time still, or moving within checks)', async () => {
     let local = 0;
     await fc.assert(
-      fc.asyncProperty(caseArb, fc.integer({ min: 1, max: 7 }), async (c, tick) => {
+      fc.asyncProperty(caseArb, fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 7 })), async (c, tick) => {
         const clock = new TickingClock(1_700_000_000_000, tick);
         const inner = memoryStore();
         const shared = counted(inner);
@@ -255,7 +255,9 @@ describe('two-tier: the local pre-filter never rejects what the shared limit wou
             clock.mark();
             const d = await (limiters[(s.process + j) % c.k] as Limiter).check({ principal: `k${s.key}` });
             if (shared.calls !== before) continue;
+            // Decided without a store call: the pre-filter refused it.
             local++;
+            expect(d.allowed).toBe(false);
             const op = { limit: limit as NonNullable<typeof limit>, key: `k${s.key}`, cost: 1, leaseId: undefined };
             const truth = inner.evaluateSync([op], clock.first)[0];
             expect(truth?.allowed, 'the shared limit would have admitted it at the check\'s instant').toBe(false);
@@ -263,37 +265,7 @@ describe('two-tier: the local pre-filter never rejects what the shared limit wou
           }
         }
       }),
-      fcBudget({ runs: 100, ms: 4000 }),
-    );
-    expect(local).toBeGreaterThan(20);
-  });
-
-  it('each local rejection is a shared rejection at the same instant, with a Retry-After no shorter than the shared wait', async () => {
-    let local = 0;
-    await fc.assert(
-      fc.asyncProperty(caseArb, async (c) => {
-        const clock = new ManualClock(1_700_000_000_000);
-        const inner = memoryStore();
-        const shared = counted(inner);
-        const limiters = fleet(c, { mode: 'pre-filter' }, clock, shared);
-        const limit = (limiters[0] as Limiter).limits[0];
-        for (const s of c.steps) {
-          clock.advance(s.dt);
-          for (let j = 0; j < s.together * s.rounds; j++) {
-            const before = shared.calls;
-            const d = await (limiters[(s.process + j) % c.k] as Limiter).check({ principal: `k${s.key}` });
-            if (shared.calls !== before) continue;
-            // Decided without a store call: the pre-filter refused it.
-            local++;
-            expect(d.allowed).toBe(false);
-            const op = { limit: limit as NonNullable<typeof limit>, key: `k${s.key}`, cost: 1, leaseId: undefined };
-            const truth = inner.evaluateSync([op], clock.now())[0];
-            expect(truth?.allowed, 'the shared limit would have admitted it').toBe(false);
-            expect(d.retryAfterMs).toBeGreaterThanOrEqual(truth?.retryAfterMs ?? Infinity);
-          }
-        }
-      }),
-      fcBudget({ runs: 150, ms: 6000 }),
+      fcBudget({ runs: 200, ms: 7000 }),
     );
     expect(local).toBeGreaterThan(20);
   });
