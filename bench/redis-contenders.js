@@ -70,16 +70,33 @@ function batchOption() {
   return { batch: v === 'off' ? false : { maxChecks: Number(v) } };
 }
 
+/**
+ * The limits' two-tier mode (`tier`, issue 16): none, unless BENCH_TIER is
+ * `lease` or `pre-filter`, for fleet-sizing.js's two-tier and pre-filter
+ * modes. The bench process is one process of a fleet of BENCH_REPLICAS
+ * (default 4), which sizes the leases.
+ */
+function tierOption(limits) {
+  const mode = process.env.BENCH_TIER;
+  if (mode === undefined || mode === '') return limits;
+  if (mode !== 'lease' && mode !== 'pre-filter') throw new Error(`BENCH_TIER: 'lease' or 'pre-filter', got ${JSON.stringify(mode)}`);
+  return limits.map((l) => ({ ...l, tier: { mode } }));
+}
+
 /** ratecontract, redisStore over the given client, `limits`, `ctxOf(i)`. */
 function ratecontract(connect, limits, ctxOf) {
   return async (port) => {
     const client = await connect(port);
     const store = redisStore({ client, deadlineMs: DEADLINE_MS, ...batchOption() });
     await store.preload();
-    const limiter = createLimiter({ limits, store });
+    const limiter = createLimiter({ limits: tierOption(limits), store, replicas: Number(process.env.BENCH_REPLICAS ?? 4) });
     let rejected = 0;
     let fellBack = 0;
+    // Two-tier decisions resolve without I/O, so a closed loop of them would never let the event loop turn
+    // (the measuring timers, the socket reads); a server yields between requests: so does this loop, every 64th check.
+    const yieldEvery = process.env.BENCH_TIER ? 64 : 0;
     const decide = async (i) => {
+      if (yieldEvery > 0 && i % yieldEvery === 0) await new Promise((r) => setImmediate(r));
       const d = await limiter.check(ctxOf(i));
       // A decision that some limit's fail mode made (the store timed out, failed, or its breaker was open).
       if (d.results.some((r) => r.source !== 'store')) fellBack++;
@@ -186,6 +203,10 @@ const otpCtx = (i) => ({ ip: OTP_KEY_OF.ip(i), query: { to: OTP_KEY_OF.recipient
 const OTP_ONE = [gcra('otp-ip', 'abuse', 'ip')];
 const otpOneCtx = (i) => ({ ip: OTP_KEY_OF.ip(i) });
 
+/** A single-source flood: one IP at 100 times its limit (gcra, 100 per hour, burst 10): nearly every check is rejected. */
+const FLOOD = [{ name: 'flood-ip', purpose: 'abuse', algorithm: 'gcra', limit: 100, burst: 10, window: '1h', key: 'ip' }];
+const floodCtx = () => ({ ip: '203.0.113.7' });
+
 /** id -> { label, limits (1 or 4), create(port) }. */
 export const redisContenders = {
   'rc-gcra': { label: 'ratecontract gcra, ioredis', limits: 1, create: ratecontract(ioredis, ONE, oneCtx) },
@@ -202,5 +223,6 @@ export const redisContenders = {
   'rlr-x4': { label: 'rate-limit-redis, 4 RedisStores in sequence', limits: 4, create: rateLimitRedis(FOUR_NAMES) },
   'rc-otp': { label: 'ratecontract OTP chain (recipient, tenant, ip, global), one chain', limits: 4, create: ratecontract(ioredis, OTP, otpCtx) },
   'rc-otp-one': { label: 'ratecontract one limit (gcra per IP, 1,000 IPs)', limits: 1, create: ratecontract(ioredis, OTP_ONE, otpOneCtx) },
+  'rc-flood': { label: 'ratecontract one limit, one IP flooding (gcra 100/h, burst 10)', limits: 1, create: ratecontract(ioredis, FLOOD, floodCtx) },
   'rlf-otp': { label: 'rate-limiter-flexible, 4 RateLimiterRedis in sequence (OTP keys)', limits: 4, create: rateLimiterFlexible(FOUR_NAMES, OTP_KEY_OF) },
 };

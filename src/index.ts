@@ -24,6 +24,10 @@ export type {
   Purpose,
   RequestContext,
   Source,
+  CompiledTier,
+  LeaseTierDefinition,
+  PreFilterTierDefinition,
+  TierDefinition,
 } from './core/types.js';
 export { MAX_RAW_KEY_LENGTH } from './core/keys.js';
 export { DEFAULT_FAIL_CLOSED_AFTER_MS } from './core/compile.js';

@@ -88,7 +88,8 @@ function perDay(r: AuditRow): string {
 }
 
 function algorithmText(r: AuditRow): string {
-  return r.algorithm === 'concurrency' ? `${r.algorithm}: ${r.bound}` : `${r.algorithm}, ${r.limit} per ${formatDuration(r.windowMs)}: ${r.bound}`;
+  const text = r.algorithm === 'concurrency' ? `${r.algorithm}: ${r.bound}` : `${r.algorithm}, ${r.limit} per ${formatDuration(r.windowMs)}: ${r.bound}`;
+  return r.tier === null ? text : `${text}; ${r.tier}`;
 }
 
 function keyText(r: AuditRow): string {

@@ -40,6 +40,13 @@ export interface AuditRow {
   readonly algorithm: string;
   /** The burst bound in words: "at most 20 + 1.67/s x t". */
   readonly bound: string;
+  /**
+   * The two-tier clause (`tier`) in words and numbers with k: what the
+   * leases can cost in admissions (never more than the bound, fewer by at
+   * most the stated units), or what the pre-filter refuses. `null` without
+   * `tier`.
+   */
+  readonly tier: string | null;
   readonly limit: number;
   readonly windowMs: number;
   /** B for the bucket algorithms; N for the others. */
@@ -118,6 +125,31 @@ function boundWords(l: CompiledLimit): string {
   }
 }
 
+/** The largest lease `tier.maxLease` defaults to: capacity / 8k, at least 1 (as the limiter computes it). */
+function maxLeaseOf(l: CompiledLimit, k: number): number {
+  const tier = l.tier;
+  if (tier?.mode !== 'lease') return 0;
+  return tier.maxLease ?? Math.max(1, Math.floor(algorithms[l.algorithm].capacity(l.params) / (8 * k)));
+}
+
+function tierWords(l: CompiledLimit, k: number | null): string | null {
+  const tier = l.tier;
+  if (tier === undefined) return null;
+  if (tier.mode === 'pre-filter') {
+    return `pre-filter: a process-local copy at N = ${l.params.limit} refuses a single-source flood before any store call; it never refuses what the shared limit would admit`;
+  }
+  const kk = k ?? 1;
+  const lease = maxLeaseOf(l, kk);
+  const kText = k === null ? 'k (discovered)' : `k = ${k}`;
+  const life = formatDuration(tier.leaseLifetimeMs);
+  if (l.algorithm === 'token-bucket' || l.algorithm === 'gcra') {
+    const shared = l.params.burst - kk * lease;
+    return `lease: never above the bound; the shared bucket holds burst - k x maxLease = ${shared} (${kText}, maxLease ${lease}) and leases the rest, so bursts may fall short of ${l.params.burst} by up to 2 x k x maxLease = ${2 * kk * lease} (the reserve and unspent leases, for up to ${life})`;
+  }
+  const est = l.algorithm === 'sliding-window' ? '; unspent units also weigh in the next window’s estimate' : '';
+  return `lease: never above the bound; a window may admit up to k x maxLease = ${kk * lease} fewer (${kText}, maxLease ${lease}: unspent leases, which end with their window or after ${life})${est}`;
+}
+
 function storeOf(config: RateContractConfig, l: CompiledLimit): { name: string; store: StoreConfig } {
   const name = l.storeName ?? (config.stores.default !== undefined ? 'default' : '(default)');
   return { name, store: config.stores[name] ?? { type: 'memory' } };
@@ -167,6 +199,7 @@ function row(config: RateContractConfig, l: CompiledLimit): AuditRow {
     clientSupplied: clientSupplied(l.keySpec),
     algorithm: l.algorithm,
     bound: boundWords(l),
+    tier: tierWords(l, k),
     limit: l.params.limit,
     windowMs: l.params.windowMs,
     burst: l.params.burst,

@@ -7,7 +7,8 @@ import { AccessList, type ListCounter } from './access-list.js';
 import { compileKey } from './keys.js';
 import { didYouMean } from './suggest.js';
 import type { AlgorithmParams } from '../algorithms/types.js';
-import type { CompiledLimit, LimitDefinition, OnError, PlanDefinition, Purpose, RequestContext } from './types.js';
+import { refuseUnknown } from './options.js';
+import type { CompiledLimit, CompiledTier, LimitDefinition, OnError, PlanDefinition, Purpose, RequestContext } from './types.js';
 
 /** `costFromContentLength`: the declared Content-Length, at least 1; throws when there is no valid one. */
 function contentLengthCost(ctx: RequestContext): number {
@@ -23,7 +24,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus', 'plans', 'plan',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus', 'plans', 'plan', 'tier',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest `max(limit, burst) * window` the algorithms count in exact units (the range accepted before quota-sized limits). */
@@ -89,6 +90,44 @@ function checkMagnitude(algorithm: AlgorithmName, p: { limit: number; windowMs: 
     const problem = bucketScaleProblem(p);
     if (problem !== undefined) throw new ConfigError('RC_INVALID_WINDOW', `${where}window`, `${problem}, for exact integer arithmetic`);
   }
+}
+
+/** Algorithms a two-tier mode supports (leases and the pre-filter rest on counts that only fall with time). */
+export const TIER_ALGORITHMS: readonly AlgorithmName[] = Object.freeze(['fixed-window', 'sliding-window', 'token-bucket', 'gcra']);
+const LEASE_OPTIONS = ['mode', 'maxLease', 'leaseLifetime', 'maxKeys'];
+const PRE_FILTER_OPTIONS = ['mode', 'maxKeys'];
+const DEFAULT_TIER_KEYS = 10_000;
+
+function tierKeys(v: unknown, option: string): number {
+  if (v === undefined) return DEFAULT_TIER_KEYS;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw new ConfigError('RC_INVALID_OPTION', option, `must be a positive integer, got ${typeof v === 'number' ? String(v) : typeof v}`);
+  return v;
+}
+
+/** Validates `tier`: its mode, its options, and that the algorithm and the other clauses allow it. */
+function compileTier(v: unknown, where: string, algorithm: AlgorithmName, windowMs: number, countRejected: boolean, capacity: number): CompiledTier | undefined {
+  if (v === undefined) return undefined;
+  const at = `${where}tier`;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('RC_INVALID_OPTION', at, "must be { mode: 'lease' } or { mode: 'pre-filter' }");
+  const o = v as Record<string, unknown>;
+  if (o.mode !== 'lease' && o.mode !== 'pre-filter') throw new ConfigError('RC_INVALID_OPTION', `${at}.mode`, `must be 'lease' or 'pre-filter', got ${JSON.stringify(o.mode)}`);
+  refuseUnknown(o, o.mode === 'lease' ? LEASE_OPTIONS : PRE_FILTER_OPTIONS, at);
+  if (!TIER_ALGORITHMS.includes(algorithm)) {
+    throw new ConfigError('RC_INVALID_OPTION', at, `tier mode '${o.mode}' supports ${TIER_ALGORITHMS.join(', ')}, not ${algorithm}`);
+  }
+  if (countRejected) throw new ConfigError('RC_INVALID_OPTION', at, `does not apply with countRejected: a locally decided request would not count the attempts the store counts`);
+  const maxKeys = tierKeys(o.maxKeys, `${at}.maxKeys`);
+  if (o.mode === 'pre-filter') return { mode: 'pre-filter', maxKeys };
+  let maxLease: number | undefined;
+  if (o.maxLease !== undefined) {
+    if (typeof o.maxLease !== 'number' || !Number.isSafeInteger(o.maxLease) || o.maxLease < 1) {
+      throw new ConfigError('RC_INVALID_OPTION', `${at}.maxLease`, `must be a positive integer, got ${typeof o.maxLease === 'number' ? String(o.maxLease) : typeof o.maxLease}`);
+    }
+    if (o.maxLease > capacity) throw new ConfigError('RC_INVALID_OPTION', `${at}.maxLease`, `must be at most the limit's capacity ${capacity}, got ${o.maxLease}`);
+    maxLease = o.maxLease;
+  }
+  const leaseLifetimeMs = o.leaseLifetime === undefined ? Math.max(1, Math.floor(windowMs / 10)) : parseDuration(o.leaseLifetime, `${at}.leaseLifetime`);
+  return { mode: 'lease', maxLease, leaseLifetimeMs, maxKeys };
 }
 
 const DEFAULT_FAILURE = (status: number): boolean => status >= 400;
@@ -175,6 +214,8 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   if (count !== 'all' && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `must be 'all' or 'failures', got ${JSON.stringify(def.count)}`);
   if (count === 'failures' && algorithm === 'concurrency') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `'failures' does not apply to concurrency (a lease is released when the work ends)`);
   const isFailure = failurePredicate(def.failureStatus, `${where}failureStatus`);
+  const countRejected = optionalBoolean(def.countRejected, `${where}countRejected`);
+  const tier = compileTier(def.tier, where, algorithm, windowMs, countRejected, algo.capacity(params));
   if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
   const compiled: CompiledLimit = {
     name,
@@ -193,16 +234,21 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     acknowledgeFailOpen,
     shadow: optionalBoolean(def.shadow, `${where}shadow`),
     storeName,
-    countRejected: optionalBoolean(def.countRejected, `${where}countRejected`),
+    countRejected,
     status: def.status ?? (keySpec === 'global' ? 503 : 429),
     failClosedAfterMs,
     allow: new AccessList('allow', name, counter, def.allow, `${where}allow`),
     deny: new AccessList('deny', name, counter, def.deny, `${where}deny`),
     id: `${name}:${algorithm}`,
+    tier,
   };
   if (def.plans === undefined) {
     if (def.plan !== undefined) throw new ConfigError('RC_INVALID_OPTION', `${where}plan`, 'applies with `plans` only (the table of plans it names)');
     return compiled;
+  }
+  if (tier !== undefined) {
+    // A lease is drawn and spent under one limit's figures; a key that changes plan mid-lease would spend it under another's.
+    throw new ConfigError('RC_INVALID_OPTION', `${where}tier`, 'cannot be combined with `plans` yet: give each plan its own limit to use a two-tier mode');
   }
   return compilePlans(compiled, def, where, algo.usesBurst);
 }

@@ -115,7 +115,11 @@ export interface Limiter<Ctx = RequestContext> {
    * to see that the limiter is deciding locally.
    */
   storeHealth(): Record<string, StoreHealth>;
-  /** Stops background work (the discovery heartbeat). The limiter keeps working with the last-known replica count. */
+  /**
+   * Stops background work (the discovery heartbeat) and gives unspent
+   * two-tier leases back to their stores (asynchronously, best effort). The
+   * limiter keeps working with the last-known replica count.
+   */
   close(): void;
 }
 

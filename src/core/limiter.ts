@@ -12,6 +12,7 @@ import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type 
 import { LocalFallback } from './fallback.js';
 import { DEFAULT_DEADLINE_MS, failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
 import { boundKey, keyHash } from './keys.js';
+import { TierStore } from './tier.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
@@ -73,6 +74,7 @@ class ChainLimiter implements Limiter {
   readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
   readonly #hasConcurrency: boolean;
   #leaseCounter = 0;
+  readonly #tiers: TierStore[] = [];
 
   constructor(options: LimiterOptions, local: LocalStores) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
@@ -105,17 +107,24 @@ class ChainLimiter implements Limiter {
     }
     this.#fallback = new LocalFallback(local.newFallbackStore(fallbackMaxKeys), k, failClosedRetryAfterMs);
     const defaultStore = options.store ?? local.newStore();
-    const groups = new Map<string, { store: Store; name: string; indexes: number[]; circuit: StoreCircuit; sync: boolean }>();
+    const byStore = new Map<string, { store: Store; indexes: number[] }>();
     this.limits.forEach((l, i) => {
       const name = l.storeName ?? '(default)';
-      const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
-      let g = groups.get(name);
+      let g = byStore.get(name);
       if (g === undefined) {
-        g = { store, name, indexes: [], circuit: new StoreCircuit(store, name), sync: isSyncStore(store) };
-        groups.set(name, g);
+        g = { store: l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store), indexes: [] };
+        byStore.set(name, g);
       }
       g.indexes.push(i);
     });
+    const groups = new Map<string, Group>();
+    for (const [name, { store: shared, indexes }] of byStore) {
+      const own = indexes.map((i) => this.limits[i] as CompiledLimit);
+      // Limits with a two-tier mode decide through a TierStore in front of their store (leases, pre-filter).
+      const store = TierStore.wanted(own) ? new TierStore(shared, own, this.#clock, replicas, () => this.#fallback.replicas, indexes) : shared;
+      if (store instanceof TierStore) this.#tiers.push(store);
+      groups.set(name, { store, name, indexes, circuit: new StoreCircuit(store, name), sync: isSyncStore(store) });
+    }
     if (replicas === 'discover') {
       const fallback = this.#fallback;
       this.#heartbeat = startDiscovery(defaultStore, options.heartbeatMs ?? 5000, this.#clock, {
@@ -148,6 +157,8 @@ class ChainLimiter implements Limiter {
   close(): void {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
+    // Unspent leases go back to the shared store (asynchronously; what fails to go back expires with the state).
+    for (const t of this.#tiers) void t.close();
   }
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {

@@ -43,6 +43,12 @@ export interface StoreOp {
   readonly cost: number;
   /** Lease id (concurrency only). */
   readonly leaseId: string | undefined;
+  /**
+   * Refunds only: the store-clock instant the cost being given back was
+   * consumed at (a `StoreOpResult.decidedAt`), so that it goes back into the
+   * window it was counted in. Absent: the store's own record, or `now`.
+   */
+  readonly decidedAt?: number | undefined;
 }
 
 /** A store's answer for one op. */
@@ -54,6 +60,13 @@ export interface StoreOpResult {
   readonly resetMs: number;
   readonly retryAfterMs: number;
   readonly delayMs: number;
+  /**
+   * The store's clock at the decision (Redis: server time), when it
+   * decides at a clock of its own. Optional; absent means the `now` the
+   * limiter passed. The two-tier modes (`tier`) bound the clocks' offset
+   * with it.
+   */
+  readonly decidedAt?: number | undefined;
 }
 
 /**

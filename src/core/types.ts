@@ -124,6 +124,17 @@ export interface LimitDefinition<Ctx = RequestContext> {
   /** Requests this limit refuses with 403 before any store call; `limiter.lists.of(name).deny` changes it at run time. */
   readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
   /**
+   * Two-tier decisions for fleets whose shared store is the bottleneck
+   * (docs/limits.md, "Two-tier limits"). `{ mode: 'lease' }`: each process
+   * takes leases of quota from the store and decides locally until a lease
+   * is spent or expires; never admits more than the shared limit, may admit
+   * less by the unspent leases. `{ mode: 'pre-filter' }`: a process-local
+   * copy of the limit at N refuses a single-source flood before it costs a
+   * store call; never refuses what the shared limit would admit. Only
+   * fixed-window, sliding-window, token-bucket and gcra.
+   */
+  readonly tier?: TierDefinition | undefined;
+  /**
    * Plans: limits that depend on the key. Each plan (named `[a-z0-9_-]{1,64}`)
    * may set `limit`, `window` and `burst`; what it leaves out comes from
    * this definition (a plan that sets `limit` but not `burst` gets a burst
@@ -152,6 +163,43 @@ export interface PlanDefinition {
   /** B for this plan (bucket algorithms). Default: the plan's own `limit` if it sets one, else the limit's burst. */
   readonly burst?: number | undefined;
 }
+
+/** The `tier` option of a limit: leases of quota, or a local pre-filter. */
+export type TierDefinition = LeaseTierDefinition | PreFilterTierDefinition;
+
+/** `tier: { mode: 'lease' }`: decide locally on leases of quota taken from the shared store. */
+export interface LeaseTierDefinition {
+  readonly mode: 'lease';
+  /**
+   * The largest lease one process takes for one key, in cost units. Leases
+   * shrink from it toward the request's cost as the shared remaining falls
+   * (remaining / 2k), so checks near the limit are exact shared checks.
+   * Default: capacity / (8k), at least 1 (k = the limiter's `replicas`).
+   * token-bucket and gcra need k x maxLease below the burst: the shared
+   * bucket holds burst - k x maxLease, the rest is what leases may hold.
+   */
+  readonly maxLease?: number | undefined;
+  /**
+   * Longest time a lease is spent from, after which its unspent units go
+   * back to the store. Default a tenth of the window. fixed-window and
+   * sliding-window leases also end with the aligned window they were taken in.
+   */
+  readonly leaseLifetime?: Duration | undefined;
+  /** Most keys holding a lease in one process; the oldest lease is given back beyond it. Default 10,000. */
+  readonly maxKeys?: number | undefined;
+}
+
+/** `tier: { mode: 'pre-filter' }`: a process-local copy of the limit at N in front of the shared store. */
+export interface PreFilterTierDefinition {
+  readonly mode: 'pre-filter';
+  /** Most keys the local copy tracks; the oldest is forgotten beyond it (which only makes it refuse less). Default 10,000. */
+  readonly maxKeys?: number | undefined;
+}
+
+/** A validated `tier`. */
+export type CompiledTier =
+  | { readonly mode: 'lease'; readonly maxLease: number | undefined; readonly leaseLifetimeMs: number; readonly maxKeys: number }
+  | { readonly mode: 'pre-filter'; readonly maxKeys: number };
 
 /** A validated, normalised limit. */
 export interface CompiledLimit {
@@ -192,6 +240,8 @@ export interface CompiledLimit {
   readonly plan?: string | undefined;
   /** On a limit with plans: the params of every plan whose state shares this `id` (a store keeps a state until none of them needs it). */
   readonly sharedParams?: readonly AlgorithmParams[] | undefined;
+  /** Two-tier mode (`tier`), or `undefined` for plain shared checks. */
+  readonly tier: CompiledTier | undefined;
 }
 
 /** Where a limit's verdict came from: the shared store, the process-local fallback, or nowhere (skipped or failed open). */

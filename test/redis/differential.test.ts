@@ -59,6 +59,12 @@ function stepsArb(windowMs: number, capacity: number) {
   return fc.array(fc.record({ dt, key: fc.integer({ min: 0, max: 2 }), cost, refund: fc.boolean() }), { minLength: 1, maxLength: 60 });
 }
 
+/** A store result without its decision time: the algorithm's figures, which the reference computes. */
+function figuresOf(r: StoreOpResult | undefined): StoreOpResult | undefined {
+  if (r === undefined) return undefined;
+  return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs };
+}
+
 function show(r: StoreOpResult): string {
   return JSON.stringify({ ...r, retryAfterMs: r.retryAfterMs === Infinity ? 'Infinity' : r.retryAfterMs });
 }
@@ -113,7 +119,10 @@ async function clientTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
       if (r.state === undefined) states.delete(step.key);
       else states.set(step.key, r.state);
     }
-    const [got] = await store.evaluate([op], now);
+    const [full] = await store.evaluate([op], now);
+    const got = figuresOf(full);
+    // Client time: the store reports the instant it decided at, the one it was given.
+    if (full !== undefined && full.decidedAt !== now) throw new Error(`step ${s}: decidedAt ${String(full.decidedAt)}, expected ${now}`);
     if (JSON.stringify(got) !== JSON.stringify(want) || got?.retryAfterMs !== want.retryAfterMs) {
       throw new Error(`step ${s} at t=${now}, key ${key}, cost ${step.cost}: expected ${show(want)}, got ${got === undefined ? 'nothing' : show(got)}`);
     }
@@ -179,8 +188,12 @@ async function serverTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
     const op: StoreOp = { limit, key, cost: step.cost, leaseId: v.algorithm === 'concurrency' ? `lease-${s}` : undefined };
     const pre = states.get(step.key);
     const before = await serverNow(client);
-    const [got] = await store.evaluate([op], 0);
+    const [full] = await store.evaluate([op], 0);
+    const got = figuresOf(full);
     const after = await serverNow(client);
+    // Server time: the store reports the server's instant, between the TIMEs read around the call.
+    expect(full?.decidedAt).toBeGreaterThanOrEqual(before);
+    expect(full?.decidedAt).toBeLessThanOrEqual(after);
     const raw = await client.get(redisKey);
     const later = await serverNow(client);
     let decidedAt: number | undefined;
@@ -287,13 +300,13 @@ describe('the sliding-window twin where doubles would round the wrong way (clien
       // Both sides start from the same stored state: a previous window's count of prev.
       await client.set(store.keyFor(limit.id, 'k'), `${w} 0 ${prev}`, 'PX', 600_000);
       const want = expected(algorithms['sliding-window'].decide(state, now, cost, limit.params), cost);
-      const [got] = await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], now);
+      const got = figuresOf((await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], now))[0]);
       expect(got).toEqual(want);
       if (got !== undefined && got.allowed === false) {
         // At the reported retry instant both admit; one ms before, both reject.
         for (const at of [now + got.retryAfterMs, now + got.retryAfterMs - 1]) {
           await client.set(store.keyFor(limit.id, 'k'), `${w} 0 ${prev}`, 'PX', 600_000);
-          const [again] = await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], at);
+          const again = figuresOf((await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], at))[0]);
           expect(again).toEqual(expected(algorithms['sliding-window'].decide(state, at, cost, limit.params), cost));
           expect(again?.allowed).toBe(at === now + got.retryAfterMs);
         }

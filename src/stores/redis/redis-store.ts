@@ -22,8 +22,8 @@ interface Queued extends ChainCall {
 
 const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript, peekScript, clearScript];
 
-function strip(r: ChainOpReply): StoreOpResult {
-  return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs };
+function strip(r: ChainOpReply, decidedAt: number): StoreOpResult {
+  return { allowed: r.allowed, consumed: r.consumed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: r.delayMs, decidedAt };
 }
 
 /**
@@ -121,7 +121,7 @@ export class RedisStore implements Store {
     if (groups.length === 1) {
       const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), n, false);
       for (const op of ops) this.#decidedAt.set(op, reply.now);
-      return reply.results.map(strip);
+      return reply.results.map((r) => strip(r, reply.now));
     }
     return this.#evaluateGroups(ops, keys, groups, at);
   }
@@ -156,7 +156,7 @@ export class RedisStore implements Store {
         batch.forEach((q, j) => {
           const c = chains[j] as { now: number; results: ChainOpReply[] };
           for (const op of q.ops) this.#decidedAt.set(op, c.now);
-          q.resolve(c.results.map(strip));
+          q.resolve(c.results.map((r) => strip(r, c.now)));
         });
       },
       (error: unknown) => {
@@ -171,7 +171,7 @@ export class RedisStore implements Store {
     await this.#refund(
       ops,
       ops.map((op) => this.keyFor(op.limit.id, op.key)),
-      ops.map((op) => this.#decidedAt.get(op) ?? fallback),
+      ops.map((op) => this.#decidedAt.get(op) ?? op.decidedAt ?? fallback),
     );
   }
 
@@ -358,11 +358,11 @@ export class RedisStore implements Store {
     }
     const results = out as ChainOpReply[];
     const chainAllowed = results.every((r, i) => r.allowed || (ops[i] as StoreOp).limit.shadow);
-    if (chainAllowed) return results.map(strip);
+    if (chainAllowed) return results.map((r, i) => strip(r, decidedAt[i] as number));
     const give = (i: number): boolean => (results[i] as ChainOpReply).consumed && !(ops[i] as StoreOp).limit.countRejected;
     await this.#compensate(ops, keys, decidedAt, give);
     return results.map((r, i) =>
-      give(i) ? { allowed: true, consumed: false, remaining: r.peekRemaining, resetMs: r.peekResetMs, retryAfterMs: 0, delayMs: 0 } : strip(r),
+      give(i) ? { allowed: true, consumed: false, remaining: r.peekRemaining, resetMs: r.peekResetMs, retryAfterMs: 0, delayMs: 0, decidedAt: decidedAt[i] } : strip(r, decidedAt[i] as number),
     );
   }
 
