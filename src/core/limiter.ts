@@ -11,7 +11,7 @@ import { startDiscovery } from './discovery.js';
 import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
 import { failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
-import { boundKey } from './keys.js';
+import { boundKey, slotKey } from './keys.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
@@ -61,6 +61,8 @@ class ChainLimiter implements Limiter {
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
   readonly #hasConcurrency: boolean;
+  /** Per limit (by index): raw key -> the key its state lives under (bounded; its slot under `keySlots`). */
+  readonly #stateKeys: ReadonlyArray<(raw: string) => string>;
   #leaseCounter = 0;
 
   constructor(options: LimiterOptions, local: LocalStores) {
@@ -104,6 +106,13 @@ class ChainLimiter implements Limiter {
         groups.set(name, g);
       }
       g.indexes.push(i);
+    });
+    this.#stateKeys = this.limits.map((l) => {
+      const slots = l.keySlots;
+      if (slots === undefined) return boundKey;
+      const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
+      if (typeof store.slotKey === 'function') return (raw: string) => (store.slotKey as (key: string, slots: number) => string)(boundKey(raw), slots);
+      return (raw: string) => slotKey(boundKey(raw), slots, undefined);
     });
     if (replicas === 'discover') {
       const fallback = this.#fallback;
@@ -216,7 +225,7 @@ class ChainLimiter implements Limiter {
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? [raw === KEY_ERROR ? undefined : raw] : undefined;
     if (raw === undefined) return this.#decide(NO_OPS, [undefined], undefined, now, keys);
     const cost = override ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx));
-    const key = boundKey(raw);
+    const key = (this.#stateKeys[0] as (raw: string) => string)(raw);
     const f = this.#figures;
     try {
       fast.store.decideOne(limit, key, cost, now, f);
@@ -291,7 +300,7 @@ class ChainLimiter implements Limiter {
       }
       ops[i] = {
         limit,
-        key: boundKey(raw),
+        key: (this.#stateKeys[i] as (raw: string) => string)(raw),
         cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };
