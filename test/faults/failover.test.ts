@@ -140,7 +140,7 @@ describe('failover under load', () => {
       },
     );
     client.on('error', () => undefined);
-    cleanup.push(async () => client.disconnect());
+    cleanup.push(() => Promise.resolve(client.disconnect()));
     await new Promise<void>((resolve) => client.once('ready', () => resolve()));
     const store = redisStore({ client, deadlineMs: DEADLINE_MS, breaker: { cooldownMs: 100, maxCooldownMs: 500 } });
     await store.ready();
@@ -230,7 +230,7 @@ describe('failover under load', () => {
       retryStrategy: () => 50,
     });
     client.on('error', () => undefined);
-    cleanup.push(async () => client.disconnect());
+    cleanup.push(() => Promise.resolve(client.disconnect()));
     const store = redisStore({ client, deadlineMs: DEADLINE_MS, breaker: { cooldownMs: 100, maxCooldownMs: 500 } });
     await store.ready();
     const l = limiters(store);
