@@ -79,7 +79,7 @@ export interface AuditRow {
 export interface KeyspaceBound {
   /** The most keys this limit can hold in its store: `keySlots`. */
   readonly maxKeys: number;
-  /** Measured bytes of Redis memory per key for this algorithm and limit (scripts/measure-key-bytes.ts). */
+  /** Measured bytes of Redis memory per key for this algorithm and limit (REDIS_BYTES_PER_KEY, measured). */
   readonly bytesPerKey: number;
   /** maxKeys x bytesPerKey. */
   readonly maxBytes: number;
@@ -90,12 +90,14 @@ export interface KeyspaceBound {
 }
 
 /**
- * Redis memory per key, measured with scripts/measure-key-bytes.ts on Redis
- * 7.0 (jemalloc), rounded up: the fixed-size states take 180-210 bytes; a
+ * Redis memory per key on Redis 7.0 (jemalloc), measured from used_memory by
+ * test/redis/key-slots.test.ts, rounded up: the fixed-size states take 160
+ * to 215 bytes, plus up to 24 bytes of the main hash table per key (it
+ * doubles at powers of two, and holds both tables while it rehashes); a
  * sliding log adds about 17 bytes per entry held, a concurrency key about 37
  * per lease (both hold at most N).
  */
-export const REDIS_BYTES_PER_KEY = Object.freeze({ base: 224, perLogEntry: 20, perLease: 40 });
+export const REDIS_BYTES_PER_KEY = Object.freeze({ base: 256, perLogEntry: 20, perLease: 40 });
 
 /** Measured Redis bytes of one key of `l` at its largest (a full log or lease set). */
 export function bytesPerKey(l: CompiledLimit): number {
