@@ -84,7 +84,7 @@ function keyspaceText(r: AuditRow): string {
   const k = r.keyspace;
   if (k === null) return r.storeType === 'redis' ? 'unbounded (one entry per key; set keySlots to bound it)' : 'one entry per key (memory store: bounded by maxKeys)';
   const rates = k.collisions.map((c) => `${percent(c.rate)} at ${c.liveKeys} live keys`).join(', ');
-  return `at most ${k.maxKeys} keys x ${k.bytesPerKey} B = ${bytes(k.maxBytes)}${r.storeType === 'redis' ? ' of Redis memory' : ''}; a live key shares its slot (a stricter, shared budget): ${rates}${k.keyed ? '' : '; slot hash unkeyed (set keySecret on the store to keep an attacker from aiming keys at a victim\'s slot)'}`;
+  return `at most ${k.maxKeys} keys x ${k.bytesPerKey} B = ${bytes(k.maxBytes)}${r.storeType === 'redis' ? ' of Redis memory' : ''}; a live key shares its slot (a stricter, shared budget): ${rates}${k.keyed ? '' : '; slot hash unkeyed (set the store\'s keySecretEnv to keep an attacker from aiming keys at a victim\'s slot)'}`;
 }
 
 function finding(f: Finding): string {

@@ -135,7 +135,7 @@ describe('the contract table: words and numbers', () => {
   it('keySlots in the text rendering', async () => {
     const text = await run('audit', '--config', 'audit/bounded-keyspace.yaml');
     expect(text.code).toBe(0);
-    expect(text.stdout).toContain('  keyspace   at most 65536 keys x 256 B = 16.0 MiB of Redis memory; a live key shares its slot (a stricter, shared budget): 1.0% at 655 live keys, 9.5% at 6554 live keys, 63% at 65536 live keys; slot hash unkeyed');
+    expect(text.stdout).toContain('  keyspace   at most 65536 keys x 256 B = 16.0 MiB of Redis memory; a live key shares its slot (a stricter, shared budget): 0.99% at 655 live keys, 9.52% at 6554 live keys, 63% at 65536 live keys; slot hash unkeyed (set the store\'s keySecretEnv');
   });
 
   it('the text and markdown renderings carry the table and the findings', async () => {
