@@ -228,8 +228,10 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).headers;
   }
 
-  /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle). */
+  /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle, a shed ticket). */
   holdsLeases(limiter: Limiter): boolean {
+    // A shed ticket is held until the response is done, like a lease.
+    if (this.#shedder !== undefined) return true;
     const t = this.#traitsOf(limiter);
     return t.leases || t.settles;
   }

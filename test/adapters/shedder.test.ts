@@ -11,6 +11,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serve } from '@hono/node-server';
+import express from 'express';
+import Fastify from 'fastify';
+import { Hono } from 'hono';
+import { rateLimit as expressLimit } from '../../src/adapters/express/index.js';
+import { rateLimitPlugin } from '../../src/adapters/fastify/index.js';
+import { rateLimit as honoLimit } from '../../src/adapters/hono/index.js';
 import { createGuard } from '../../src/adapters/node/index.js';
 import { ConfigError, createLimiter, createShedder, memoryStore, type Criticality, type Shedder, type ShedStep } from '../../src/index.js';
 
@@ -119,4 +126,79 @@ describe('criticality shedding over real HTTP', () => {
     expect(() => createGuard(limiter, { criticality: () => 'critical' })).toThrow(/criticality: applies with a shedder only/);
     expect(() => createGuard(limiter, { shedder: {} as Shedder })).toThrow(/shedder: expected a shedder from createShedder/);
   });
+});
+
+describe('every adapter ends the shed ticket when the response is done', () => {
+  it('node, express, fastify and hono: 20 requests each, nothing left in flight, and a shed request is a 503', async () => {
+    const limiter = () => createLimiter({ limits: [{ name: 'g', purpose: 'shedding', limit: 1_000_000, window: '1s', key: 'global' }] });
+    const apps: Array<{ name: string; shedder: Shedder; start: () => Promise<{ url: string; close: () => Promise<void> }> }> = [];
+    const listenOn = async (srv: Server): Promise<{ url: string; close: () => Promise<void> }> => {
+      if (!srv.listening) await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+      return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`, close: () => new Promise<void>((resolve) => srv.close(() => resolve())) };
+    };
+    const sh = (): Shedder => createShedder({ target: 4, maxInFlight: 4, criticalReserve: 0.5 });
+    {
+      const s = sh();
+      apps.push({ name: 'node', shedder: s, start: () => { const g = createGuard(limiter(), { shedder: s }); return listenOn(createServer((req, res) => void g(req, res).then((ok) => ok && res.end('ok')))); } });
+    }
+    {
+      const s = sh();
+      apps.push({ name: 'express', shedder: s, start: () => { const app = express(); app.use(expressLimit(limiter(), { shedder: s })); app.get('/', (_q, r) => void r.send('ok')); return listenOn(createServer(app)); } });
+    }
+    {
+      const s = sh();
+      apps.push({
+        name: 'fastify',
+        shedder: s,
+        start: async () => {
+          const app = Fastify();
+          await app.register(rateLimitPlugin, { limiter: limiter(), shedder: s });
+          app.get('/', () => 'ok');
+          await app.listen({ port: 0, host: '127.0.0.1' });
+          return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/`, close: () => app.close() };
+        },
+      });
+    }
+    {
+      const s = sh();
+      apps.push({
+        name: 'hono',
+        shedder: s,
+        start: async () => {
+          const app = new Hono();
+          app.use(honoLimit(limiter(), { shedder: s }));
+          app.get('/', (c) => c.text('ok'));
+          const srv = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
+          await new Promise<void>((resolve) => (srv.listening ? resolve() : srv.once('listening', () => resolve())));
+          return listenOn(srv);
+        },
+      });
+    }
+    for (const a of apps) {
+      const running = await a.start();
+      try {
+        for (let i = 0; i < 20; i++) {
+          const res = await request(running.url, { dispatcher: agent });
+          await res.body.text();
+          expect(res.statusCode, a.name).toBe(200);
+        }
+        // Every ticket ended (the response is done a moment after the client has it).
+        const until = Date.now() + 2000;
+        while (a.shedder.stats().inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+        expect(a.shedder.stats().inFlight, a.name).toBe(0);
+        expect(a.shedder.stats().admitted.default, a.name).toBe(20);
+        // Fill the non-critical share of the cap (2 of 4) by hand: the next request is shed over HTTP.
+        const t1 = a.shedder.admit('default');
+        const t2 = a.shedder.admit('default');
+        const shed = await request(running.url, { dispatcher: agent });
+        const body = await shed.body.text();
+        expect([shed.statusCode, shed.headers['retry-after'], String(shed.headers['content-type']).split(';')[0]], a.name).toEqual([503, '1', 'application/problem+json']);
+        expect(body, a.name).toContain('temporary-reduced-capacity');
+        if (t1.admitted) t1.ticket.done();
+        if (t2.admitted) t2.ticket.done();
+      } finally {
+        await running.close();
+      }
+    }
+  }, 60_000);
 });
