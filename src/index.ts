@@ -30,7 +30,21 @@ export type {
   TierDefinition,
 } from './core/types.js';
 export { MAX_RAW_KEY_LENGTH } from './core/keys.js';
-export { DEFAULT_FAIL_CLOSED_AFTER_MS } from './core/compile.js';
+export { DEFAULT_FAIL_CLOSED_AFTER_MS, MAX_KEY_SLOTS } from './core/compile.js';
+
+// Load shedding by criticality (the HTTP adapters take it as the \`shedder\` option).
+export {
+  createShedder,
+  CRITICALITIES,
+  type Criticality,
+  type Shedder,
+  type ShedderOptions,
+  type ShedDriver,
+  type ShedAnswer,
+  type ShedTicket,
+  type ShedStats,
+  type ShedStep,
+} from './core/shedder.js';
 
 // Fail modes: the circuit between the limiter and each store.
 export {

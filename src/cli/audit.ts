@@ -96,6 +96,24 @@ function keyText(r: AuditRow): string {
   return `${r.key}${r.clientSupplied ? ' (client-supplied)' : ''}`;
 }
 
+function bytes(n: number): string {
+  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(1)} GiB`;
+  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
+  return `${(n / 2 ** 10).toFixed(1)} KiB`;
+}
+
+function percent(x: number): string {
+  return x >= 0.1 ? `${(x * 100).toFixed(0)}%` : x >= 0.001 ? `${(x * 100).toFixed(2)}%` : `${(x * 100).toPrecision(2)}%`;
+}
+
+/** `keySlots` in words: the key and memory bound, and the chance a live key shares its slot. */
+function keyspaceText(r: AuditRow): string {
+  const k = r.keyspace;
+  if (k === null) return r.storeType === 'redis' ? 'unbounded (one entry per key; set keySlots to bound it)' : 'one entry per key (memory store: bounded by maxKeys)';
+  const rates = k.collisions.map((c) => `${percent(c.rate)} at ${c.liveKeys} live keys`).join(', ');
+  return `at most ${k.maxKeys} keys x ${k.bytesPerKey} B = ${bytes(k.maxBytes)}${r.storeType === 'redis' ? ' of Redis memory' : ''}; a live key shares its slot (a stricter, shared budget): ${rates}${k.keyed ? '' : '; slot hash unkeyed (set the store\'s keySecretEnv to keep an attacker from aiming keys at a victim\'s slot)'}`;
+}
+
 function finding(f: Finding): string {
   return `${f.severity.padEnd(5)} ${f.code}  ${f.subject}: ${f.message}`;
 }
@@ -118,6 +136,7 @@ export function renderText(report: AuditReport, changes: readonly ContractChange
     field('per day', perDay(r));
     field('routes', r.routes.join(', ') || '(none)');
     field('store', `${r.store} (${r.failureDomain})`);
+    field('keyspace', keyspaceText(r));
     field('shadow', yesNo(r.shadow));
     field('reason', r.reason ?? '(none)');
     lines.push('');
@@ -142,8 +161,8 @@ export function renderMarkdown(report: AuditReport, changes: readonly ContractCh
     '',
     `replicas: ${String(report.replicas)}`,
     '',
-    '| limit | purpose | key | algorithm and bound | status | fail mode | per day | routes | store | shadow | reason |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| limit | purpose | key | algorithm and bound | status | fail mode | per day | routes | store | keyspace | shadow | reason |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const r of report.rows) {
     lines.push(
@@ -157,6 +176,7 @@ export function renderMarkdown(report: AuditReport, changes: readonly ContractCh
         perDay(r),
         r.routes.map((x) => `\`${x}\``).join(', ') || '(none)',
         `${r.store} (${r.failureDomain})`,
+        keyspaceText(r),
         yesNo(r.shadow),
         r.reason ?? '**(none)**',
       ]

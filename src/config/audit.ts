@@ -78,6 +78,58 @@ export interface AuditRow {
   readonly shadow: boolean;
   readonly reason: string | null;
   readonly acknowledgeFailOpen: string | null;
+  /** `keySlots`: the bound on this limit's keys in its store, or `null` when every key gets its own entry. */
+  readonly keyspace: KeyspaceBound | null;
+}
+
+/** What `keySlots` bounds: keys, memory, and how often live keys share a slot. */
+export interface KeyspaceBound {
+  /** The most keys this limit can hold in its store: `keySlots`. */
+  readonly maxKeys: number;
+  /** Measured bytes of Redis memory per key for this algorithm and limit (REDIS_BYTES_PER_KEY, measured). */
+  readonly bytesPerKey: number;
+  /** maxKeys x bytesPerKey. */
+  readonly maxBytes: number;
+  /** Whether the slot hash is keyed (the Redis store's keySecret); unkeyed, anyone can compute which keys share a victim's slot. */
+  readonly keyed: boolean;
+  /** Expected share of live keys that share their slot with another live key, at a few live-key counts. */
+  readonly collisions: ReadonlyArray<{ readonly liveKeys: number; readonly rate: number }>;
+}
+
+/**
+ * Redis memory per key on Redis 7.0 (jemalloc), measured from used_memory by
+ * test/redis/key-slots.test.ts, rounded up: the fixed-size states take 160
+ * to 215 bytes, plus up to 24 bytes of the main hash table per key (it
+ * doubles at powers of two, and holds both tables while it rehashes); a
+ * sliding log adds about 17 bytes per entry held, a concurrency key about 37
+ * per lease (both hold at most N).
+ */
+export const REDIS_BYTES_PER_KEY = Object.freeze({ base: 256, perLogEntry: 20, perLease: 40 });
+
+/** Measured Redis bytes of one key of `l` at its largest (a full log or lease set). */
+export function bytesPerKey(l: CompiledLimit): number {
+  const { base, perLogEntry, perLease } = REDIS_BYTES_PER_KEY;
+  if (l.algorithm === 'sliding-log') return base + perLogEntry * Math.min(l.params.limit, l.params.windowMs);
+  if (l.algorithm === 'concurrency') return base + perLease * l.params.limit;
+  return base;
+}
+
+/**
+ * The birthday bound: the chance that a given live key shares its slot with
+ * at least one of the other `liveKeys - 1` live keys, among `slots` slots:
+ * 1 - (1 - 1/slots)^(liveKeys - 1).
+ */
+export function collisionRate(slots: number, liveKeys: number): number {
+  if (liveKeys <= 1) return 0;
+  return -Math.expm1((liveKeys - 1) * Math.log1p(-1 / slots));
+}
+
+function keyspace(l: CompiledLimit, keyed: boolean): KeyspaceBound | null {
+  const slots = l.keySlots;
+  if (slots === undefined) return null;
+  const per = bytesPerKey(l);
+  const counts = [...new Set([Math.max(1, Math.round(slots / 100)), Math.max(1, Math.round(slots / 10)), slots])];
+  return { maxKeys: slots, bytesPerKey: per, maxBytes: slots * per, keyed, collisions: counts.map((n) => ({ liveKeys: n, rate: collisionRate(slots, n) })) };
 }
 
 export interface AuditReport {
@@ -221,6 +273,7 @@ function row(config: RateContractConfig, l: CompiledLimit): AuditRow {
     shadow: l.shadow,
     reason: l.reason ?? null,
     acknowledgeFailOpen: l.acknowledgeFailOpen ?? null,
+    keyspace: keyspace(l, s.type === 'memory' || s.keySecretEnv !== undefined),
   };
 }
 
@@ -268,12 +321,12 @@ function findings(config: RateContractConfig, rows: readonly AuditRow[]): Findin
         message: `keyed on ${l.keySpec}, a value the client chooses${identified ? '' : ', and the contract has no authenticated identity (http.identify)'}: an attacker sends a new value per request and this limit never trips; key it on principal`,
       });
     }
-    if (r.clientSupplied && r.storeType === 'redis' && r.routes.length > 0) {
+    if (r.clientSupplied && r.storeType === 'redis' && r.routes.length > 0 && r.keyspace === null) {
       out.push({
         code: 'RC_AUDIT_UNBOUNDED_KEYSPACE',
         severity: 'warn',
         subject: at(l),
-        message: `keyed on ${l.keySpec} in Redis store "${r.store}": a client can invent keys and allocate state; nothing bounds the Redis keyspace yet (a memory store is bounded by maxKeys)`,
+        message: `keyed on ${l.keySpec} in Redis store "${r.store}": a client can invent keys and allocate state without bound; set keySlots to bound the Redis keyspace (a memory store is bounded by maxKeys)`,
       });
     }
     if (r.storeType === 'memory' && (config.replicas === 'discover' || config.replicas > 1)) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 // Only the package's public entries (`ratecontract`, `ratecontract/redis`): what serve builds on, users can build on.
-import { createLimiter, memoryStore, parseDuration, type Clock, type Limiter, type LimitDefinition, type Store } from '../index.js';
+import { ConfigError, createLimiter, memoryStore, parseDuration, type Clock, type Limiter, type LimitDefinition, type Store } from '../index.js';
 import type { GuardOptions } from '../http/index.js';
 import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
 import { RouteTable, type RouteMatch } from './route-pattern.js';
@@ -83,6 +83,13 @@ interface Handover {
 }
 
 const handovers = new WeakMap<ContractRuntime, Handover>();
+
+/** A Redis store's `keySecret` from the environment variable the file names; refuses an unset or empty one. */
+function envSecret(variable: string, store: string): string {
+  const v = process.env[variable];
+  if (v === undefined || v === '') throw new ConfigError('RC_INVALID_OPTION', `stores.${store}.keySecretEnv`, `the environment variable ${variable} is unset or empty`);
+  return v;
+}
 
 function sameStore(a: StoreConfig | 'implicit', b: StoreConfig | 'implicit'): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -179,6 +186,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
         ...(s.prefix !== undefined && { prefix: s.prefix }),
         ...(s.timeMode !== undefined && { timeMode: s.timeMode }),
         ...(s.cluster !== undefined && { cluster: s.cluster }),
+        ...(s.keySecretEnv !== undefined && { keySecret: envSecret(s.keySecretEnv, name) }),
         ...(s.deadline !== undefined && { deadlineMs: parseDuration(s.deadline, `stores.${name}.deadline`) }),
         ...(s.breaker !== undefined && {
           breaker: {

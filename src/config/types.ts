@@ -26,6 +26,12 @@ export interface RedisStoreConfig {
   readonly timeMode?: 'server' | 'client' | undefined;
   /** The URL is one node of a Redis Cluster. Default false. */
   readonly cluster?: boolean | undefined;
+  /**
+   * Name of the environment variable holding the store's `keySecret` (the
+   * HMAC key for user keys and `keySlots`); the service refuses to start if
+   * it is unset or empty. Default: unkeyed SHA-256.
+   */
+  readonly keySecretEnv?: string | undefined;
   /** Circuit breaker of this store. */
   readonly breaker?: { readonly failureThreshold?: number | undefined; readonly cooldown?: Duration | undefined } | undefined;
 }

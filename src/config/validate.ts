@@ -103,7 +103,7 @@ function noNulls(v: unknown, path: (string | number)[]): void {
 
 const TOP = ['$schema', 'stores', 'replicas', 'limits', 'routes', 'http'] as const;
 const MEMORY_KEYS = ['type', 'maxKeys', 'overflowSlots'] as const;
-const REDIS_KEYS = ['type', 'url', 'deadline', 'prefix', 'timeMode', 'cluster', 'breaker'] as const;
+const REDIS_KEYS = ['type', 'url', 'deadline', 'prefix', 'timeMode', 'cluster', 'breaker', 'keySecretEnv'] as const;
 const HTTP_KEYS = [
   'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix', 'advertise', 'headers', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'maxBodyBytes', 'identify',
 ] as const;
@@ -148,6 +148,7 @@ function store(v: unknown, path: ConfigPath): StoreConfig {
     ...(o.prefix !== undefined && { prefix: string(o.prefix, [...path, 'prefix']) }),
     ...(o.timeMode !== undefined && { timeMode: oneOf(o.timeMode, [...path, 'timeMode'], ['server', 'client'] as const) }),
     ...(o.cluster !== undefined && { cluster: boolean(o.cluster, [...path, 'cluster']) }),
+    ...(o.keySecretEnv !== undefined && { keySecretEnv: envName(o.keySecretEnv, [...path, 'keySecretEnv']) }),
     ...(breaker !== undefined && {
       breaker: {
         ...(breaker.failureThreshold !== undefined && { failureThreshold: positiveInt(breaker.failureThreshold, [...path, 'breaker', 'failureThreshold']) }),
@@ -155,6 +156,13 @@ function store(v: unknown, path: ConfigPath): StoreConfig {
       },
     }),
   };
+}
+
+/** An environment variable name (the secret itself never sits in the file). */
+function envName(v: unknown, path: ConfigPath): string {
+  const name = string(v, path);
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name)) fail('RC_INVALID_OPTION', path, `must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got ${JSON.stringify(name)}`);
+  return name;
 }
 
 type RedisDuration = NonNullable<Extract<StoreConfig, { type: 'redis' }>['deadline']>;

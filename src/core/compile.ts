@@ -24,7 +24,7 @@ const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
   'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
-  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus', 'plans', 'plan', 'tier',
+  'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus', 'plans', 'plan', 'tier', 'keySlots',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
 /** Largest `max(limit, burst) * window` the algorithms count in exact units (the range accepted before quota-sized limits). */
@@ -35,6 +35,8 @@ export const MAX_QUOTA = 2 ** 40;
 export const MAX_QUOTA_WINDOW_MS = 2 ** 35;
 /** Sliding-log beyond EXACT_PRODUCT: most log entries one key may hold (its memory budget). */
 export const SLIDING_LOG_MAX_ENTRIES = 100_000;
+/** Largest `keySlots`: 2^32 slots. */
+export const MAX_KEY_SLOTS = 2 ** 32;
 /** Default `failClosedAfter`: how long a `closed` limit decides locally before it rejects. */
 export const DEFAULT_FAIL_CLOSED_AFTER_MS = 30_000;
 
@@ -217,10 +219,15 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   const countRejected = optionalBoolean(def.countRejected, `${where}countRejected`);
   const tier = compileTier(def.tier, where, algorithm, windowMs, countRejected, algo.capacity(params));
   if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
+  const keySlots = def.keySlots;
+  if (keySlots !== undefined && (typeof keySlots !== 'number' || !Number.isSafeInteger(keySlots) || keySlots < 1 || keySlots > MAX_KEY_SLOTS)) {
+    throw new ConfigError('RC_INVALID_OPTION', `${where}keySlots`, `must be an integer from 1 to 2^32 (${MAX_KEY_SLOTS}), got ${typeof keySlots === 'number' ? String(keySlots) : typeof keySlots}`);
+  }
   const compiled: CompiledLimit = {
     name,
     purpose,
     count,
+    keySlots,
     isFailure,
     onError,
     algorithm,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { ConfigError } from './errors.js';
 import type { KeySpec, RequestContext } from './types.js';
 
@@ -94,4 +94,21 @@ export function compileKey(spec: KeySpec, option: string): (ctx: RequestContext)
         `unknown key extractor ${JSON.stringify(spec)}; expected 'ip', 'principal', 'global', 'header.<name>', 'query.<name>', 'body.<field>' or a function`,
       );
   }
+}
+
+/** Marks a slot key (`keySlots`), so it can never equal a bounded raw key of the same limit. */
+const SLOT_MARK = '%';
+
+/**
+ * `keySlots`: the slot `raw` falls in, as a key: `'%' + n` with
+ * n = (first 48 bits of HMAC-SHA-256(secret, raw)) mod `slots`, or of
+ * SHA-256(raw) without a secret. The modulo bias is below 2^-16 for any
+ * slot count up to 2^32. Without a secret anyone can compute which keys
+ * share a victim's slot (a collision only ever makes a limit stricter, so
+ * that buys an attacker a denial of service on one slot, never extra
+ * admissions); a secret makes the mapping unpredictable.
+ */
+export function slotKey(raw: string, slots: number, secret: string | Buffer | undefined): string {
+  const h = secret === undefined ? createHash('sha256').update(raw, 'utf8').digest() : createHmac('sha256', secret).update(raw, 'utf8').digest();
+  return SLOT_MARK + String(h.readUIntBE(0, 6) % slots);
 }

@@ -11,7 +11,7 @@ import { startDiscovery } from './discovery.js';
 import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
 import { DEFAULT_DEADLINE_MS, failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
-import { boundKey, keyHash } from './keys.js';
+import { boundKey, keyHash, slotKey } from './keys.js';
 import { TierStore } from './tier.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
@@ -73,6 +73,8 @@ class ChainLimiter implements Limiter {
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #leasePrefix = randomBytes(6).toString('base64url') + ':';
   readonly #hasConcurrency: boolean;
+  /** Per limit (by index): raw key -> the key its state lives under (bounded; its slot under `keySlots`). */
+  readonly #stateKeys: ReadonlyArray<(raw: string) => string>;
   #leaseCounter = 0;
   readonly #tiers: TierStore[] = [];
 
@@ -125,6 +127,13 @@ class ChainLimiter implements Limiter {
       if (store instanceof TierStore) this.#tiers.push(store);
       groups.set(name, { store, name, indexes, circuit: new StoreCircuit(store, name), sync: isSyncStore(store) });
     }
+    this.#stateKeys = this.limits.map((l) => {
+      const slots = l.keySlots;
+      if (slots === undefined) return boundKey;
+      const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
+      if (typeof store.slotKey === 'function') return (raw: string) => (store.slotKey as (key: string, slots: number) => string)(boundKey(raw), slots);
+      return (raw: string) => slotKey(boundKey(raw), slots, undefined);
+    });
     if (replicas === 'discover') {
       const fallback = this.#fallback;
       this.#heartbeat = startDiscovery(defaultStore, options.heartbeatMs ?? 5000, this.#clock, {
@@ -225,7 +234,8 @@ class ChainLimiter implements Limiter {
       throw new UsageError('RC_INVALID_KEY', `reset: the key function of limit "${limit.name}" threw: ${error instanceof Error ? error.message : String(error)}`);
     }
     if (raw === undefined) throw new UsageError('RC_INVALID_KEY', `reset: the context gives no key for limit "${limit.name}" (key ${limit.keySpec})`);
-    const key = boundKey(raw);
+    // The key's state key: with keySlots, its slot (clearing it clears every key that shares the slot).
+    const key = (this.#stateKeys[this.limits.indexOf(limit)] as (raw: string) => string)(raw);
     // Every state the key may have under this limit: one per distinct state id among its plans.
     const ids = new Map<string, CompiledLimit>([[limit.id, limit]]);
     for (const p of limit.plans?.values() ?? []) if (!ids.has(p.id)) ids.set(p.id, p);
@@ -312,7 +322,7 @@ class ChainLimiter implements Limiter {
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? [raw === KEY_ERROR ? undefined : raw] : undefined;
     if (raw === undefined) return this.#decide(NO_OPS, [undefined], undefined, now, keys);
     const cost = override ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx));
-    const key = boundKey(raw);
+    const key = (this.#stateKeys[0] as (raw: string) => string)(raw);
     const f = this.#figures;
     try {
       fast.store.decideOne(limit, key, cost, now, f);
@@ -407,7 +417,7 @@ class ChainLimiter implements Limiter {
       const plan = limit.plans === undefined ? limit : this.#planOf(limit, ctx);
       const op: StoreOp = {
         limit: plan ?? limit,
-        key: boundKey(raw),
+        key: (this.#stateKeys[i] as (raw: string) => string)(raw),
         cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };

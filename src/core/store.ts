@@ -122,6 +122,13 @@ export interface Store {
   /** Circuit breaker settings for this store (failure domain). */
   readonly breaker?: BreakerOptions | undefined;
   /**
+   * `keySlots`: maps a (bounded) key to the key of its slot among `slots`,
+   * with this store's keyed hash, so every process that shares the store
+   * puts a key in the same slot. Optional; without it the limiter uses an
+   * unkeyed SHA-256 (`slotKey` in core/keys.ts).
+   */
+  slotKey?(key: string, slots: number): string;
+  /**
    * Replica discovery: records that limiter `instanceId` is alive for
    * `ttlMs` and resolves with the number of live instances. Optional; needed
    * for `createLimiter({ replicas: 'discover' })`.

@@ -119,6 +119,18 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly status?: 429 | 503 | undefined;
   /** `closed` only: continuous store failure after which the limit rejects with 503. Default `'30s'`; 0 means at once. */
   readonly failClosedAfter?: Duration | undefined;
+  /**
+   * Bounded keyspace: the number of state slots this limit may hold in its
+   * store (a positive integer up to 2^32). Each key is mapped by a keyed
+   * hash (the Redis store's `keySecret`; a per-process secret in the memory
+   * store) to one of `keySlots` slots, so invented keys (recipients,
+   * accounts) cannot grow the store beyond `keySlots` entries for this
+   * limit. Keys that share a slot share one budget: a collision only ever
+   * makes the limit stricter for them, never looser. `audit` prints the
+   * memory bound and the expected collision rate. Default: no bound (one
+   * entry per key).
+   */
+  readonly keySlots?: number | undefined;
   /** Requests this limit lets through unmetered (addresses/CIDRs, `{ principal }`, functions); `limiter.lists.of(name).allow` changes it at run time. */
   readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
   /** Requests this limit refuses with 403 before any store call; `limiter.lists.of(name).deny` changes it at run time. */
@@ -226,6 +238,8 @@ export interface CompiledLimit {
   readonly countRejected: boolean;
   readonly status: 429 | 503;
   readonly failClosedAfterMs: number;
+  /** `keySlots`: the fixed slot space keys are hashed into, or `undefined` (one entry per key). */
+  readonly keySlots: number | undefined;
   /** This limit's allow list (skips the limit). */
   readonly allow: AccessList;
   /** This limit's deny list (403 for the whole request). */

@@ -1,5 +1,6 @@
 import type { Duration } from '../core/duration.js';
 import type { Limiter } from '../core/limiter.js';
+import type { Criticality, Shedder } from '../core/shedder.js';
 import type { Decision, RequestContext } from '../core/types.js';
 import type { BodyRead } from './body.js';
 import type { HeaderRecord } from './forwarded.js';
@@ -40,6 +41,20 @@ export interface GuardOptions<Req, Ctx = RequestContext> extends ResponseOptions
   readonly errorRetryAfter?: Duration | undefined;
   /** Called with anything unexpected the guard caught (it then answered 503). Default: nothing. */
   readonly onUnexpectedError?: ((error: unknown, req: Req) => void) | undefined;
+  /**
+   * A load shedder (`createShedder`) in front of the limiter: a request it
+   * sheds is answered 503 with `Retry-After` (problem+json
+   * `temporary-reduced-capacity`) before any limit is checked. Requests
+   * the guard does not limit (`limiterFor` returned `false`) are not shed.
+   * Default: none.
+   */
+  readonly shedder?: Shedder | undefined;
+  /**
+   * The request's criticality for the shedder: `'critical'` (keeps a
+   * reserve), `'default'`, or `'sheddable'` (shed first). Anything else,
+   * or a throw, counts as `'default'`. Default: every request is `'default'`.
+   */
+  readonly criticality?: ((req: Req) => Criticality | undefined) | undefined;
   /** Waits `ms` (leaky-bucket queue mode); resolves early when `signal` aborts. Default: an unref'd timer. Inject in tests. */
   readonly delay?: ((ms: number, signal: AbortSignal | undefined) => Promise<void>) | undefined;
 }

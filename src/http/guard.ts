@@ -2,6 +2,7 @@ import { parseDuration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
 import { refuseUnknown } from '../core/options.js';
 import { decisionKeys, WANT_KEYS, type Limiter } from '../core/limiter.js';
+import type { Criticality, Shedder, ShedTicket } from '../core/shedder.js';
 import type { CheckOptions, CompiledLimit, Decision, RequestContext } from '../core/types.js';
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody } from './body.js';
 import { baseContext } from './context.js';
@@ -32,7 +33,7 @@ export class Unexpected {
 const GUARD_OPTIONS: readonly string[] = [
   'identify', 'context', 'cost', 'limiterFor', 'maxBodyBytes', 'readBody', 'errorRetryAfter', 'onUnexpectedError', 'delay',
   'advertise', 'headers', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'partitionKeys', 'partitionKeySecret', 'clock',
-  'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix',
+  'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix', 'shedder', 'criticality',
 ];
 
 /**
@@ -43,6 +44,62 @@ const GUARD_OPTIONS: readonly string[] = [
  */
 export function goesOnAsIs(decision: Decision): boolean {
   return decision.allowed && decision.delayMs <= 0;
+}
+
+/**
+ * A decision that also ends a shed ticket when the adapter releases it
+ * (when the response is done); everything else is the decision's own.
+ */
+class TicketDecision implements Decision {
+  #ticket: ShedTicket | undefined;
+  constructor(
+    readonly inner: Decision,
+    ticket: ShedTicket,
+  ) {
+    this.#ticket = ticket;
+  }
+  get allowed(): boolean {
+    return this.inner.allowed;
+  }
+  get status(): Decision['status'] {
+    return this.inner.status;
+  }
+  get outcome(): Decision['outcome'] {
+    return this.inner.outcome;
+  }
+  get limit(): string | undefined {
+    return this.inner.limit;
+  }
+  get retryAfterMs(): number {
+    return this.inner.retryAfterMs;
+  }
+  get delayMs(): number {
+    return this.inner.delayMs;
+  }
+  get results(): Decision['results'] {
+    return this.inner.results;
+  }
+  release(): Promise<void> {
+    this.#ticket?.done();
+    this.#ticket = undefined;
+    return this.inner.release();
+  }
+  settle(outcome: Parameters<Decision['settle']>[0]): Promise<void> {
+    return this.inner.settle(outcome);
+  }
+}
+
+/**
+ * Hands a shed ticket on with a request that goes on (the adapter releases
+ * the decision when the response is done, which ends the ticket), or ends
+ * it at once when the request stops here.
+ */
+function withTicket(result: GuardResult, ticket: ShedTicket): GuardResult {
+  if (result.kind !== 'proceed' || result.decision === undefined) {
+    ticket.done();
+    return result;
+  }
+  return { kind: 'proceed', decision: new TicketDecision(result.decision, ticket), headers: result.headers, leases: true };
 }
 
 /** The check options that ask for the keys and nothing else (shared). */
@@ -69,12 +126,13 @@ export class HttpGuard<Req, Ctx = RequestContext> {
   readonly #traits: Traits;
   /** Whether `quick` may decide: see there. */
   readonly #quick: boolean;
+  readonly #shedder: Shedder | undefined;
 
   constructor(limiter: Limiter<Ctx>, options: GuardOptions<Req, Ctx> = {}) {
     assertLimiter(limiter, 'limiter');
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'must be an object');
     refuseUnknown(options, GUARD_OPTIONS, '');
-    for (const name of ['identify', 'context', 'cost', 'limiterFor', 'onUnexpectedError', 'delay'] as const) {
+    for (const name of ['identify', 'context', 'cost', 'limiterFor', 'onUnexpectedError', 'delay', 'criticality'] as const) {
       const f = options[name];
       if (f !== undefined && typeof f !== 'function') throw new ConfigError('RC_INVALID_OPTION', name, `must be a function, got ${typeof f}`);
     }
@@ -88,6 +146,12 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     if (options.readBody !== undefined && typeof options.readBody !== 'boolean') throw new ConfigError('RC_INVALID_OPTION', 'readBody', 'must be a boolean');
     this.#errorRetryAfterMs = options.errorRetryAfter === undefined ? 1000 : parseDuration(options.errorRetryAfter, 'errorRetryAfter');
     this.#delay = options.delay ?? sleep;
+    const shedder = options.shedder;
+    if (shedder !== undefined && (shedder === null || typeof shedder !== 'object' || typeof shedder.admit !== 'function')) {
+      throw new ConfigError('RC_INVALID_OPTION', 'shedder', 'expected a shedder from createShedder()');
+    }
+    if (options.criticality !== undefined && shedder === undefined) throw new ConfigError('RC_INVALID_OPTION', 'criticality', 'applies with a shedder only');
+    this.#shedder = shedder;
     this.#options = options;
     const t = traits(limiter);
     this.#traits = t;
@@ -96,6 +160,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       options.identify === undefined &&
       options.context === undefined &&
       options.cost === undefined &&
+      options.shedder === undefined &&
       options.readBody !== true &&
       this.ip.trust.kind === 'none' &&
       !t.body &&
@@ -163,8 +228,10 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).headers;
   }
 
-  /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle). */
+  /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle, a shed ticket). */
   holdsLeases(limiter: Limiter): boolean {
+    // A shed ticket is held until the response is done, like a lease.
+    if (this.#shedder !== undefined) return true;
     const t = this.#traitsOf(limiter);
     return t.leases || t.settles;
   }
@@ -183,6 +250,41 @@ export class HttpGuard<Req, Ctx = RequestContext> {
    * after the limiter's decision otherwise. Never throws.
    */
   decide<F extends RequestFacts<Req>>(facts: F, chosen: Limiter | false | undefined, done: (result: GuardResult, facts: F) => void): void {
+    if (this.#shedder === undefined) {
+      this.#decide(facts, chosen, done);
+      return;
+    }
+    let picked: Limiter | false;
+    try {
+      picked = chosen ?? this.select(facts.req);
+    } catch (error) {
+      this.#failTo(error, facts, undefined, done);
+      return;
+    }
+    if (picked === false) {
+      done(NOTHING_TO_DO, facts);
+      return;
+    }
+    const answer = this.#shedder.admit(this.#criticality(facts.req));
+    if (!answer.admitted) {
+      done({ kind: 'respond', decision: undefined, response: unavailableResponse(answer.retryAfterMs) }, facts);
+      return;
+    }
+    const ticket = answer.ticket;
+    this.#decide(facts, picked, (result, f) => done(withTicket(result, ticket), f));
+  }
+
+  /** The request's class; anything but a known class, or a throw, is `'default'`. */
+  #criticality(req: Req): Criticality {
+    try {
+      const c = this.#options.criticality?.(req);
+      return c === 'critical' || c === 'sheddable' ? c : 'default';
+    } catch {
+      return 'default';
+    }
+  }
+
+  #decide<F extends RequestFacts<Req>>(facts: F, chosen: Limiter | false | undefined, done: (result: GuardResult, facts: F) => void): void {
     let limiter: Limiter | false;
     let ctx: RequestContext;
     let check: Promise<Decision> | undefined;

@@ -128,6 +128,28 @@ describe('the contract table: words and numbers', () => {
     expect([r.replicas, r.outageMaxPerWindow, r.clientSupplied]).toEqual([null, null, true]);
   });
 
+  it('keySlots: the key and memory bound, and the birthday-bound collision rate of a live key', () => {
+    const r = rowOf('stores:\n  s: { type: redis, url: redis://h }\nlimits:\n  - { name: a, purpose: abuse, limit: 3, window: 15m, key: body.phone, keySlots: 65536, store: s }\n');
+    expect(r.keyspace?.maxKeys).toBe(65536);
+    expect(r.keyspace?.bytesPerKey).toBe(256);
+    expect(r.keyspace?.maxBytes).toBe(65536 * 256);
+    expect(r.keyspace?.keyed).toBe(false);
+    // 1 - (1 - 1/S)^(n-1), computed here the long way.
+    for (const c of r.keyspace?.collisions ?? []) expect(c.rate).toBeCloseTo(1 - Math.pow(1 - 1 / 65536, c.liveKeys - 1), 12);
+    expect(r.keyspace?.collisions.map((c) => c.liveKeys)).toEqual([655, 6554, 65536]);
+    expect(r.keyspace?.collisions[2]?.rate).toBeCloseTo(1 - Math.exp(-1), 4);
+    // A sliding log and a lease set are sized at N entries.
+    const log = rowOf('limits:\n  - { name: a, purpose: abuse, algorithm: sliding-log, limit: 10, window: 1m, key: ip, keySlots: 1000 }\n');
+    expect([log.keyspace?.bytesPerKey, log.keyspace?.keyed]).toEqual([256 + 20 * 10, true]);
+    expect(rowOf('limits:\n  - { name: a, purpose: abuse, limit: 10, window: 1m, key: ip }\n').keyspace).toBeNull();
+  });
+
+  it('keySlots in the text rendering', async () => {
+    const text = await run('audit', '--config', 'audit/bounded-keyspace.yaml');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('  keyspace   at most 65536 keys x 256 B = 16.0 MiB of Redis memory; a live key shares its slot (a stricter, shared budget): 0.99% at 655 live keys, 9.52% at 6554 live keys, 63% at 65536 live keys; slot hash unkeyed (set the store\'s keySecretEnv');
+  });
+
   it('the text and markdown renderings carry the table and the findings', async () => {
     const text = await run('audit', '--config', 'audit/global-only.yaml');
     expect(text.code).toBe(1);
@@ -135,7 +157,7 @@ describe('the contract table: words and numbers', () => {
     expect(text.stdout).toContain('error RC_AUDIT_GLOBAL_ONLY  routes[0] POST /otp/send: the chain is only a global limit');
     const md = await run('audit', '--markdown', '--config', 'audit/global-only.yaml');
     expect(md.code).toBe(1);
-    expect(md.stdout).toContain('| limit | purpose | key | algorithm and bound | status | fail mode | per day | routes | store | shadow | reason |');
+    expect(md.stdout).toContain('| limit | purpose | key | algorithm and bound | status | fail mode | per day | routes | store | keyspace | shadow | reason |');
     expect(md.stdout).toContain('| `otp-global` | shedding | `global` | gcra, 50 per 1s: at most 50 + 50/s x t | 503 |');
     expect(md.stdout).toContain('- **error** `RC_AUDIT_GLOBAL_ONLY` routes[0] POST /otp/send:');
   });

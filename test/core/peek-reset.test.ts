@@ -155,6 +155,16 @@ describe('limiter.reset', () => {
     expect((await limiter.peek({ principal: 'carol', ip: '203.0.113.9' })).results[1]).toMatchObject({ allowed: true, remaining: 0 });
   });
 
+  it('with keySlots, clears the slot the key decides in (the state a check reads), so the key starts over', async () => {
+    const limiter = createLimiter({ clock: new ManualClock(0), limits: [{ name: 'otp', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'principal', keySlots: 8 }] });
+    const ctx = { principal: 'alice' };
+    expect((await limiter.check(ctx)).allowed).toBe(true);
+    expect((await limiter.check(ctx)).allowed).toBe(false);
+    await limiter.reset('otp', ctx);
+    expect((await limiter.check(ctx)).allowed).toBe(true);
+    limiter.close();
+  });
+
   it('refuses an unknown limit by name, a context without a key, an unknown option', async () => {
     const limiter = createLimiter({ limits: [{ name: 'login', purpose: 'abuse', limit: 2, window: '15m', key: 'principal' }] });
     await expect(limiter.reset('logni', { principal: 'a' })).rejects.toThrow(UsageError);

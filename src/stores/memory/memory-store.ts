@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { algorithms } from '../../algorithms/registry.js';
 import { figures, type Algorithm, type AlgorithmParams, type Figures } from '../../algorithms/types.js';
 import { releaseLease, type ConcurrencyState } from '../../algorithms/concurrency.js';
 import { runChain, runRefund, type StateAccess } from '../../core/chain.js';
 import { ConfigError } from '../../core/errors.js';
+import { slotKey } from '../../core/keys.js';
 import { refuseUnknown } from '../../core/options.js';
 import type { StoreOp, StoreOpResult, SyncStore } from '../../core/store.js';
 import type { CompiledLimit } from '../../core/types.js';
@@ -97,6 +99,7 @@ export class MemoryStore implements SyncStore {
   readonly #tables = new Map<string, Table>();
   readonly #instances = new Map<string, number>();
   #size = 0;
+  readonly #slotSecret = randomBytes(32);
 
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'memoryStore', 'options must be an object');
@@ -104,6 +107,16 @@ export class MemoryStore implements SyncStore {
     this.maxKeys = positiveInt(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys');
     this.overflowSlots = positiveInt(options.overflowSlots ?? 65_536, 'memoryStore.overflowSlots');
     this.#sweepPerInsert = positiveInt(options.sweepPerInsert ?? 2, 'memoryStore.sweepPerInsert');
+  }
+
+  /**
+   * `keySlots`: the slot key of `key` among `slots`, keyed by a secret drawn
+   * when this store is created (the store is process-local, so the mapping
+   * only has to agree within the process, and nobody outside can aim keys
+   * at a victim's slot).
+   */
+  slotKey(key: string, slots: number): string {
+    return slotKey(key, slots, this.#slotSecret);
   }
 
   /** Keys currently held with their own state (not counting overflow slots). */

@@ -1,5 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import { ConfigError, RateContractError } from '../../core/errors.js';
+import { slotKey as slotKeyOf } from '../../core/keys.js';
 import { refuseUnknown } from '../../core/options.js';
 import { storeErrorChannel } from '../../core/events.js';
 import { DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
@@ -94,6 +95,16 @@ export class RedisStore implements Store {
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
   get clientInfo(): { readonly flavour: 'ioredis' | 'node-redis'; readonly cluster: boolean } {
     return { flavour: this.#runner.flavour, cluster: this.#runner.cluster };
+  }
+
+  /**
+   * `keySlots`: the slot key of `key` among `slots`, by HMAC-SHA-256 with
+   * `keySecret` (SHA-256 without one), the same in every process that shares
+   * this Redis and secret. The slot key then goes through `keyFor` like any
+   * key, so it takes the prefix's hash tag on a Cluster.
+   */
+  slotKey(key: string, slots: number): string {
+    return slotKeyOf(key, slots, this.#secret);
   }
 
   /** The Redis key holding the state of `key` under the limit `limitId` (a limit's `id`). */

@@ -5,7 +5,7 @@
  * test process exits.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -136,33 +136,134 @@ export async function startRedis(extra: readonly string[] = [], fixedPort?: numb
   }
 }
 
-/** A running 3-master Redis Cluster. */
+/** A running 3-master Redis Cluster (with `replicas`, one replica per master). */
 export interface RedisClusterServers {
+  /** Every node's port: the 3 masters first (as created), then the replicas. */
   readonly ports: readonly number[];
+  /** Each node's server, in `ports` order (to kill one: `serverPid`, or `stop()`). */
+  readonly nodes: readonly RedisServer[];
   stop(): Promise<void>;
 }
 
-/** Starts 3 cluster-enabled servers and joins them with `redis-cli --cluster create`; waits for cluster_state:ok (30 s budget). */
-export async function startCluster(): Promise<RedisClusterServers> {
+/** Options of `startCluster`. */
+export interface ClusterOptions {
+  /** Replicas per master (0 or 1). Default 0. */
+  readonly replicas?: 0 | 1 | undefined;
+  /** `cluster-node-timeout`, ms: how long a node may be unreachable before it is failed over. Default 3000. */
+  readonly nodeTimeoutMs?: number | undefined;
+}
+
+/**
+ * Starts 3 cluster-enabled masters (and, with `replicas: 1`, one replica
+ * each) and joins them with `redis-cli --cluster create`; waits for
+ * cluster_state:ok and, with replicas, for every replica's link to its
+ * master (30 s budget).
+ */
+export async function startCluster(options: ClusterOptions = {}): Promise<RedisClusterServers> {
+  const replicas = options.replicas ?? 0;
+  const timeout = String(options.nodeTimeoutMs ?? 3000);
   const nodes: RedisServer[] = [];
   try {
-    for (let i = 0; i < 3; i++) {
-      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '3000']));
+    const count = 3 * (1 + replicas);
+    for (let i = 0; i < count; i++) {
+      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', timeout]));
     }
     const ports = nodes.map((n) => n.port);
-    await redisCli(ports[0] as number, '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes');
+    await redisCli(ports[0] as number, '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes');
     await waitFor('cluster_state:ok on every node', 30_000, async () => {
       const infos = await Promise.all(ports.map((p) => redisCli(p, 'cluster', 'info')));
       return infos.every((s) => s.includes('cluster_state:ok'));
     });
+    if (replicas > 0) {
+      await waitFor('every replica in sync with its master', 30_000, async () => {
+        const roles = await Promise.all(ports.map((p) => redisCli(p, 'info', 'replication')));
+        const replicasUp = roles.filter((r) => r.includes('role:slave') && r.includes('master_link_status:up')).length;
+        return replicasUp === 3;
+      });
+    }
     return {
       ports,
+      nodes,
       async stop() {
         await Promise.all(nodes.map((n) => n.stop()));
       },
     };
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));
+    throw error;
+  }
+}
+
+/** A master, one replica and three Sentinels watching them as `name`. */
+export interface SentinelServers {
+  readonly name: string;
+  readonly master: RedisServer;
+  readonly replica: RedisServer;
+  /** The Sentinels' ports. */
+  readonly sentinels: readonly number[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a master, a replica of it, and three `redis-sentinel` processes
+ * (quorum 2) with a short `down-after-milliseconds`, on free ports; waits
+ * until the replica is in sync and every Sentinel knows the other two and
+ * the replica (30 s budget). Each Sentinel has the servers' hard lifetime.
+ */
+export async function startSentinels(options: { readonly downAfterMs?: number | undefined } = {}): Promise<SentinelServers> {
+  const name = 'rcmaster';
+  const started: Array<{ stop(): Promise<void> }> = [];
+  try {
+    const master = await startRedis();
+    started.push(master);
+    const replica = await startRedis(['--replicaof', '127.0.0.1', String(master.port)]);
+    started.push(replica);
+    await waitFor('the replica in sync', 30_000, async () => (await redisCli(replica.port, 'info', 'replication')).includes('master_link_status:up'));
+    const sentinels: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const dir = mkdtempSync(join(tmpdir(), 'rc-sentinel-'));
+      const conf = join(dir, 'sentinel.conf');
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
+          `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
+          `sentinel failover-timeout ${name} 5000`,
+          `sentinel parallel-syncs ${name} 1`,
+          '',
+        ].join('\n'),
+      );
+      const child = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), 'redis-sentinel', conf], { stdio: 'ignore' });
+      live.add(child);
+      child.once('exit', () => live.delete(child));
+      started.push({
+        async stop() {
+          await stopChild(child);
+          rmSync(dir, { recursive: true, force: true });
+        },
+      });
+      await waitFor(`redis-sentinel on port ${port}`, 10_000, () => ping(port));
+      sentinels.push(port);
+    }
+    await waitFor('every Sentinel sees the replica and the other Sentinels', 30_000, async () => {
+      const views = await Promise.all(sentinels.map((p) => redisCli(p, 'sentinel', 'master', name)));
+      return views.every((v) => /num-slaves\s+1\b/.test(v) && /num-other-sentinels\s+2\b/.test(v));
+    });
+    return {
+      name,
+      master,
+      replica,
+      sentinels,
+      async stop() {
+        await Promise.all(started.map((s) => s.stop()));
+      },
+    };
+  } catch (error) {
+    await Promise.all(started.map((s) => s.stop()));
     throw error;
   }
 }
