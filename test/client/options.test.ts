@@ -31,7 +31,7 @@ describe('createFetch options', () => {
       'createFetch: unknown option "maxAttempt"; did you mean "maxAttempts"? (known: fetch, maxAttempts, maxWait, maxRetryAfter, backoff, budget, adaptiveThrottle, retryOn, retryNetworkErrors, retryMethods, pacing, partition, onWait, sleep, unref, random, clock, signal)',
     );
     expect(refused({ backoff: { bse: 10 } }).message).toBe('createFetch.backoff: unknown option "bse"; did you mean "base"? (known: base, cap, jitter)');
-    expect(refused({ budget: { minRetry: 1 } }).message).toContain('did you mean "minRetries"?');
+    expect(refused({ budget: { minRetires: 1 } }).message).toContain('did you mean "minRetries"?');
     expect(refused({ adaptiveThrottle: { K: 2 } }).message).toContain('did you mean "k"?');
     expect(refused({ unRef: true }).message).toContain('did you mean "unref"?');
     // Several at once: each one named, each with its own hint where one is close, none where nothing is.
@@ -119,11 +119,11 @@ describe('createFetch options', () => {
   it('docs/client.md states the same defaults as DEFAULTS', () => {
     const doc = readFileSync(new URL('../../docs/client.md', import.meta.url), 'utf8');
     const table = doc.slice(doc.indexOf('## Options'), doc.indexOf('## What is retried'));
-    const cells = new Map<string, string>();
-    for (const m of table.matchAll(/^\| `([A-Za-z.]+)` \| ([^|]+) \|/gm)) cells.set(m[1] as string, (m[2] as string).trim());
-    /** The n-th code span of a cell, read as a JS literal (single quotes and bare keys allowed). */
+    const rows = new Map<string, string>();
+    for (const m of table.matchAll(/^\| `([A-Za-z.]+)` \| (.+)$/gm)) rows.set(m[1] as string, m[2] as string);
+    /** The n-th code span after the option's name in its row (n = 0: the default column), read as a JS literal (single quotes and bare keys allowed). */
     const literal = (name: string, n = 0): unknown => {
-      const code = [...(cells.get(name) ?? '').matchAll(/`([^`]+)`/g)][n]?.[1];
+      const code = [...(rows.get(name) ?? '').matchAll(/`([^`]+)`/g)][n]?.[1];
       if (code === undefined) throw new Error(`docs/client.md: no default for ${name}`);
       return JSON.parse(code.replace(/'/g, '"').replace(/([{,]\s*)([A-Za-z]+)\s*:/g, '$1"$2":')) as unknown;
     };
