@@ -50,6 +50,8 @@ export default tseslint.config(
   ...layer('src/stores/**/*.ts', ['http', 'adapters', 'cli', 'testing']),
   ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
   ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
+  // The polite client sits on core only (it shares runtime-neutral helpers, never the server side's http layer).
+  ...layer('src/client/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls', 'metrics']),
   // The metrics bindings read core events and limiters only: library users get them without the service or the config file.
   ...layer('src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls']),
   // The Envoy rate limit service sits beside src/service: it builds on core, stores, http, metrics and config, and only the cli imports it.

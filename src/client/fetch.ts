@@ -1,5 +1,4 @@
 import { systemClock } from '../core/clock.js';
-import { sleep as timerSleep } from '../http/sleep.js';
 import { backoffWait, serverWait } from './backoff.js';
 import { AdaptiveThrottle, RetryBudget } from './budget.js';
 import { RateLimitedError, RetryBudgetExceededError, type GiveUpReason } from './errors.js';
@@ -7,6 +6,7 @@ import { clientGiveUpChannel, clientWaitChannel } from './events.js';
 import { resolveOptions, type ClientOptions, type FetchLike, type WaitReason } from './options.js';
 import { retryAfterMs } from './retry-after.js';
 import { exhaustedResetMs, Scopes, type Reservation } from './scopes.js';
+import { createSleep } from './sleep.js';
 
 /** What `createFetch` returns: a function with the signature of `fetch`. */
 export type PoliteFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -97,7 +97,9 @@ async function discard(res: Response): Promise<void> {
  *   with state shared by every request of this client per origin, policy
  *   and `pk`;
  * - a retry budget per origin, optional adaptive throttling, abortable
- *   waits, caps on total wait and attempts.
+ *   waits, caps on total wait and attempts;
+ * - a wait keeps the process alive (it is work the caller awaits) unless
+ *   `unref: true`.
  *
  * Throws a `ConfigError` (`RC_INVALID_OPTION`) at once for an unknown option
  * or a bad value, naming it.
@@ -105,7 +107,7 @@ async function discard(res: Response): Promise<void> {
 export function createFetch(options?: ClientOptions): PoliteFetch {
   const o = resolveOptions(options);
   const clock = o.clock ?? systemClock;
-  const sleep = o.sleep ?? timerSleep;
+  const sleep = o.sleep ?? createSleep({ unref: o.unref });
   const random = o.random;
   const scopes = new Scopes(o.pacing);
   const budgetParams = o.budget;

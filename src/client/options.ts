@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { parseDuration, type Duration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
+import { closest } from '../core/suggest.js';
 import type { Backoff, Jitter } from './backoff.js';
 import type { BudgetParams, ThrottleParams } from './budget.js';
 import type { Pacing } from './scopes.js';
@@ -86,8 +87,32 @@ export interface ClientOptions {
   readonly partition?: (request: Request) => string;
   /** Called before each wait. Default: none. */
   readonly onWait?: (info: WaitInfo) => void;
-  /** Waits `ms`; the client also stops waiting at once when `signal` aborts. Default: an unref'd `setTimeout`. */
+  /**
+   * Waits `ms`; the client also stops waiting at once when `signal` aborts.
+   * Default: the built-in `setTimeout` wait, which keeps the process alive
+   * unless `unref` is set.
+   */
   readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /**
+   * Whether the built-in wait's timer is `unref()`'d, so that a wait does not
+   * keep the process alive. Default `false`: a pending retry is pending work,
+   * and a script that awaits the call gets its answer before it exits.
+   *
+   * With `true`, a process with nothing else to do exits in the middle of a
+   * wait, and the call never settles (a top-level `await` then exits with
+   * code 13). Use it in a long-lived process whose life something else
+   * decides (a server, a worker), where a background call must not hold up
+   * its exit. Where the timer has no `unref` (workerd and browsers, whose
+   * `setTimeout` returns a number) it changes nothing. Refused together with
+   * `sleep`, whose timer is yours.
+   *
+   * @example
+   * ```ts
+   * // A background refresher that must never keep the service from exiting.
+   * const api = createFetch({ unref: true });
+   * ```
+   */
+  readonly unref?: boolean;
   /** Uniform in [0, 1). Default `Math.random`. */
   readonly random?: () => number;
   /** The clock (for dates and windows). Default the system clock. */
@@ -112,6 +137,7 @@ export interface ResolvedOptions {
   readonly partition: ((request: Request) => string) | undefined;
   readonly onWait: ((info: WaitInfo) => void) | undefined;
   readonly sleep: ((ms: number, signal: AbortSignal | undefined) => Promise<void>) | undefined;
+  readonly unref: boolean;
   readonly random: () => number;
   readonly clock: Clock | undefined;
   readonly signal: AbortSignal | undefined;
@@ -127,6 +153,8 @@ export const DEFAULTS = {
   retryOn: [429, 503],
   retryMethods: ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'],
   pacing: 'burst',
+  retryNetworkErrors: true,
+  unref: false,
 } as const;
 
 const OPTION_NAMES = [
@@ -144,6 +172,7 @@ const OPTION_NAMES = [
   'partition',
   'onWait',
   'sleep',
+  'unref',
   'random',
   'clock',
   'signal',
@@ -158,10 +187,31 @@ function object(value: unknown, option: string, names: readonly string[]): Recor
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('RC_INVALID_OPTION', where, `must be an object, got ${describe(value)}`);
   const o = value as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => !names.includes(k));
-  if (unknown.length > 0) {
-    throw new ConfigError('RC_INVALID_OPTION', where, `unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${names.join(', ')})`);
-  }
+  if (unknown.length > 0) throw new ConfigError('RC_INVALID_OPTION', where, unknownOptions(unknown, names));
   return o;
+}
+
+/** Most unknown names one message lists; a larger object gets a count for the rest. */
+const MAX_NAMED = 10;
+
+/**
+ * `unknown option "maxAttempt"; did you mean "maxAttempts"? (known: ...)`, the
+ * core's wording; several are each named with their own hint, the first
+ * `MAX_NAMED` of them.
+ */
+function unknownOptions(unknown: readonly string[], names: readonly string[]): string {
+  const known = `(known: ${names.join(', ')})`;
+  if (unknown.length === 1) {
+    const [name] = unknown as [string];
+    const hit = closest(name, names);
+    return `unknown option ${JSON.stringify(name)}${hit === undefined ? '' : `; did you mean ${JSON.stringify(hit)}?`} ${known}`;
+  }
+  const listed = unknown.slice(0, MAX_NAMED).map((name) => {
+    const hit = closest(name, names);
+    return `${JSON.stringify(name)}${hit === undefined ? '' : ` (did you mean ${JSON.stringify(hit)}?)`}`;
+  });
+  const more = unknown.length > MAX_NAMED ? ` and ${unknown.length - MAX_NAMED} more` : '';
+  return `unknown options ${listed.join(', ')}${more} ${known}`;
 }
 
 function describe(v: unknown): string {
@@ -249,6 +299,8 @@ export function resolveOptions(options: ClientOptions | undefined): ResolvedOpti
     throw bad('retryMethods', `must be an array of method names, got ${describe(retryMethods)}`);
   }
   if (o.retryNetworkErrors !== undefined && typeof o.retryNetworkErrors !== 'boolean') throw bad('retryNetworkErrors', `must be a boolean, got ${describe(o.retryNetworkErrors)}`);
+  if (o.unref !== undefined && typeof o.unref !== 'boolean') throw bad('unref', `must be a boolean, got ${describe(o.unref)}`);
+  if (o.unref === true && o.sleep !== undefined) throw bad('unref', 'applies to the built-in wait only: with your own sleep, its timer decides whether the process stays alive');
   const pacing = o.pacing ?? DEFAULTS.pacing;
   if (!PACINGS.includes(pacing as Pacing)) throw bad('pacing', `must be one of ${PACINGS.map((p) => `'${p}'`).join(', ')}, got ${describe(pacing)}`);
 
@@ -266,12 +318,13 @@ export function resolveOptions(options: ClientOptions | undefined): ResolvedOpti
     budget,
     adaptiveThrottle,
     retryOn: new Set(retryOn as number[]),
-    retryNetworkErrors: (o.retryNetworkErrors) ?? true,
+    retryNetworkErrors: o.retryNetworkErrors ?? DEFAULTS.retryNetworkErrors,
     retryMethods: new Set((retryMethods as string[]).map((m) => m.toUpperCase())),
     pacing: pacing as Pacing,
     partition: fn(o.partition, 'partition'),
     onWait: fn(o.onWait, 'onWait'),
     sleep: fn(o.sleep, 'sleep'),
+    unref: o.unref ?? DEFAULTS.unref,
     random: fn<() => number>(o.random, 'random') ?? Math.random,
     clock: clock as Clock | undefined,
     signal: signal,

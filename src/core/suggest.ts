@@ -23,17 +23,21 @@ function distance(a: string, b: string): number {
  */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
   const lower = word.toLowerCase();
+  const allowed = word.length <= 2 ? 0 : word.length <= 4 ? 1 : 2;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const c of candidates) {
-    if (c.toLowerCase() === lower) return c;
-    const dist = distance(lower, c.toLowerCase());
+    const other = c.toLowerCase();
+    if (other === lower) return c;
+    // The distance is at least the difference in length: a candidate that cannot be close is not measured,
+    // so a hostile word (a 10 MB value in a config file) costs no table of its size.
+    if (Math.abs(other.length - lower.length) > allowed) continue;
+    const dist = distance(lower, other);
     if (dist < bestDistance) {
       best = c;
       bestDistance = dist;
     }
   }
-  const allowed = word.length <= 2 ? 0 : word.length <= 4 ? 1 : 2;
   return bestDistance <= allowed ? best : undefined;
 }
 
