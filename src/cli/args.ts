@@ -75,11 +75,17 @@ export const EXIT_USAGE = 2;
 
 const HELP = new Set(['help', 'h']);
 
-/** `'; did you mean --json?'` when `word` (its dashes and any `=value` dropped) is close to an option of `command`, else `''`. */
+/**
+ * `'; did you mean --json?'` when `word` (its dashes and any `=value` dropped)
+ * is close to an option of `command` (a small edit away, or the start of only
+ * one of them, 3 characters or more), else `''`.
+ */
 function optionHint(command: Command, word: string): string {
   const bare = word.replace(/^-+/, '').replace(/=.*$/s, '');
   if (bare === '') return '';
-  const hit = closest(bare, [...Object.keys(command.options), 'help']);
+  const names = [...Object.keys(command.options), 'help'];
+  const starts = bare.length >= 3 ? names.filter((n) => n.startsWith(bare.toLowerCase())) : [];
+  const hit = closest(bare, names) ?? (starts.length === 1 ? starts[0] : undefined);
   return hit === undefined ? '' : `; did you mean --${hit}?`;
 }
 
