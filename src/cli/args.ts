@@ -1,16 +1,19 @@
-import { parseDuration } from '../core/duration.js';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parseDuration } from '../core/duration.js';
+import { closest } from '../core/suggest.js';
 
 /**
  * The shared shape of every subcommand: it declares its options and usage
  * once, in a `Command`, and `runCommand` parses `argv` against it (with
  * `node:util` `parseArgs`), answers `--help` / `-h` with the usage on stdout,
  * and turns every mistake into an `ArgumentError` that `main.ts` prints to
- * stderr with the usage, exit code 2, never a stack trace.
+ * stderr with the usage, exit code 2, never a stack trace. Every command's
+ * unknown options and stray arguments are refused here, in one wording, with
+ * a did-you-mean hint when an option is close.
  *
  * Adding a command: write `src/cli/<name>.ts` exporting a `Command`, add it
- * to `COMMANDS` in `main.ts` (for `ratecontract help`) and one
- * `case '<name>': return runCommand(<command>, rest);` line to its switch.
+ * to `COMMANDS` in `main.ts`, which lists it in `ratecontract help` and runs it.
  */
 
 /** One option of a command. Every option is long (`--name`); values are strings until the command checks them. */
@@ -36,8 +39,14 @@ export interface Command {
   readonly name: string;
   /** One line for `ratecontract help`. */
   readonly summary: string;
-  /** Positionals in the synopsis, for example `[FILE]`. Commands without positionals refuse them. */
+  /** Positionals in the synopsis, for example `[FILE...]`; the command reads them from `positionals`. Commands without positionals (or `fileOption`) refuse them. */
   readonly positionals?: string;
+  /**
+   * The string option that one argument stands for: with `'config'`,
+   * `check FILE` is `check --config FILE`. One such argument is taken; the
+   * same file given both ways is accepted, two different ones are refused.
+   */
+  readonly fileOption?: string;
   readonly options: Readonly<Record<string, OptionSpec>>;
   /** Paragraphs printed after the options in `--help`. */
   readonly details?: string;
@@ -67,12 +76,28 @@ export const EXIT_USAGE = 2;
 const HELP = new Set(['help', 'h']);
 
 /**
+ * `'; did you mean --json?'` when `word` (its dashes and any `=value` dropped)
+ * is close to an option of `command` (a small edit away, or the start of only
+ * one of them, 3 characters or more), else `''`.
+ */
+function optionHint(command: Command, word: string): string {
+  const bare = word.replace(/^-+/, '').replace(/=.*$/s, '');
+  if (bare === '') return '';
+  const names = [...Object.keys(command.options), 'help'];
+  const starts = bare.length >= 3 ? names.filter((n) => n.startsWith(bare.toLowerCase())) : [];
+  const hit = closest(bare, names) ?? (starts.length === 1 ? starts[0] : undefined);
+  return hit === undefined ? '' : `; did you mean --${hit}?`;
+}
+
+/**
  * Parses `argv` against `command.options`. Returns `'help'` when `--help` or
  * `-h` is anywhere before a `--` (help wins over every other mistake), else the
- * values. Throws `ArgumentError` for an unknown option, a string option without
+ * values. Throws `ArgumentError` for an unknown option (`unknown option --x`,
+ * with a did-you-mean hint when an option is close), a string option without
  * a value (`--limit` last, or followed by another `--option`), a value given to
- * a flag (`--json=1`), an option given twice, or a positional the command does
- * not take.
+ * a flag (`--json=1`), an option given twice, or an argument the command does
+ * not take (`unexpected argument "x"`). A command's `fileOption` takes one
+ * argument as that option's value.
  */
 export function parseCommandArgs(command: Command, argv: readonly string[]): ParsedArgs | 'help' {
   // Non-strict with tokens, so that every mistake gets our message naming the
@@ -87,15 +112,23 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Par
   if (tokens.some((t) => t.kind === 'option' && HELP.has(t.name))) return 'help';
   const values: Record<string, string | true> = {};
   const positionals: string[] = [];
+  const takes = command.positionals !== undefined ? Infinity : command.fileOption !== undefined ? 1 : 0;
   for (const token of tokens) {
     if (token.kind === 'option-terminator') continue;
     if (token.kind === 'positional') {
-      if (command.positionals === undefined) throw new ArgumentError(`unexpected argument ${JSON.stringify(token.value)}`, command);
+      if (positionals.length >= takes) {
+        const given = takes === 1 ? `: give one ${command.options[command.fileOption ?? '']?.value ?? 'FILE'}` : '';
+        throw new ArgumentError(`unexpected argument ${JSON.stringify(token.value)}${given}${optionHint(command, token.value)}`, command);
+      }
       positionals.push(token.value);
       continue;
     }
     const spec = Object.hasOwn(command.options, token.name) ? command.options[token.name] : undefined;
-    if (spec === undefined) throw new ArgumentError(`unknown option ${token.rawName}`, command);
+    if (spec === undefined) {
+      // A short group (`-json` is -j -s -o -n to parseArgs) is named as it was typed.
+      const typed = token.rawName.startsWith('--') ? token.rawName : (argv[token.index] ?? token.rawName);
+      throw new ArgumentError(`unknown option ${typed}${optionHint(command, typed)}`, command);
+    }
     if (Object.hasOwn(values, token.name)) throw new ArgumentError(`option ${token.rawName} is given twice`, command);
     if (spec.type === 'boolean') {
       if (token.value !== undefined) throw new ArgumentError(`option ${token.rawName} takes no value`, command);
@@ -107,6 +140,18 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Par
       }
       values[token.name] = token.value;
     }
+  }
+  const file = command.fileOption;
+  if (file !== undefined && command.positionals === undefined) {
+    const [arg] = positionals;
+    if (arg !== undefined) {
+      const option = values[file];
+      if (typeof option === 'string' && resolve(option) !== resolve(arg)) {
+        throw new ArgumentError(`two files given: ${JSON.stringify(arg)} (${command.options[file]?.value ?? 'FILE'}) and --${file} ${JSON.stringify(option)}; give one`, command);
+      }
+      values[file] = option ?? arg;
+    }
+    return { values, positionals: [] };
   }
   return { values, positionals };
 }
@@ -120,12 +165,14 @@ export function formatUsage(command: Command, brief = false): string {
   const synopsis = [`usage: ratecontract ${command.name}`];
   if (entries.length > 0) synopsis.push('[options]');
   if (command.positionals !== undefined) synopsis.push(command.positionals);
+  else if (command.fileOption !== undefined) synopsis.push(`[${command.options[command.fileOption]?.value ?? 'FILE'}]`);
   const left = entries.map(([name, o]) => (o.type === 'string' ? `--${name} ${o.value ?? 'VALUE'}` : `--${name}`));
   left.push('-h, --help');
   const width = Math.max(...left.map((l) => l.length));
   const lines = [synopsis.join(' '), '', command.summary, '', 'options:'];
-  entries.forEach(([, o], i) => {
-    const text = o.default !== undefined ? `${o.description} (default ${o.default})` : o.description;
+  entries.forEach(([name, o], i) => {
+    const also = name === command.fileOption && command.positionals === undefined ? `, also given alone as ${o.value ?? 'FILE'}` : '';
+    const text = o.default !== undefined ? `${o.description}${also} (default ${o.default})` : `${o.description}${also}`;
     lines.push(`  ${(left[i] ?? '').padEnd(width)}  ${text}`);
   });
   lines.push(`  ${'-h, --help'.padEnd(width)}  print this help and exit`);

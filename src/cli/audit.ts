@@ -3,67 +3,94 @@ import { diffContracts, type ContractChange } from '../config/audit-diff.js';
 import type { RateContractConfig } from '../config/types.js';
 import { ConfigError } from '../core/errors.js';
 import { formatDuration } from '../core/duration.js';
-import { loadContract, UsageFailure } from './check.js';
+import { plural } from '../core/plural.js';
+import { didYouMean } from '../core/suggest.js';
+import { ArgumentError, EXIT_USAGE, flagOption, stringOption, type Command, type ParsedArgs } from './args.js';
+import { contractOption, loadContract } from './check.js';
 import { loadRlsConfig } from '../rls/config.js';
 import { auditRls, type RlsAudit } from '../rls/audit.js';
 
-export const AUDIT_USAGE = `usage: ratecontract audit [--config FILE] [--json | --markdown] [--against OLD_FILE]
-       ratecontract audit --rls --config FILE|DIR [--json]
+/** What `--fail-on` can make exit 1, besides the error findings that always do. */
+export const FAIL_ON = ['error', 'warn', 'weaken', 'change'] as const;
+export type FailOn = (typeof FAIL_ON)[number];
 
-Prints the contract table (one row per limit: purpose, key, algorithm and its
-burst bound, status, fail mode in numbers, the most one key gets per day,
-routes, store, shadow, reason) and the findings, each with a stable code and
-a severity. With --against, also what changed since OLD_FILE, each change
-flagged when it weakens the contract. Without --config, audits the built-in
-demo contract. With --rls, audits a rate limit service config (the files of
-ratecontract rls): every rule with its fail mode, and the findings (a rule
-without purpose is flagged).
+/** The `audit` command: the contract table and findings of a contract (`audit FILE`), or of an rls config (`audit --rls FILE|DIR`). */
+export const auditCommand: Command = {
+  name: 'audit',
+  summary: 'the contract table of a config and its findings; exit 1 on an error finding, 2 on an unreadable config',
+  fileOption: 'config',
+  options: {
+    config: { type: 'string', value: 'FILE', description: 'the contract (YAML or JSON), or with --rls an rls config file or directory', default: 'the built-in demo contract' },
+    against: { type: 'string', value: 'OLD_FILE', description: 'also list what changed since OLD_FILE, each change flagged when it weakens the contract' },
+    json: { type: 'boolean', description: 'print the report as JSON' },
+    markdown: { type: 'boolean', description: 'print the report as Markdown (for a pull request comment)' },
+    rls: { type: 'boolean', description: 'audit a rate limit service config (the files of ratecontract rls) instead' },
+    'fail-on': { type: 'string', value: 'LIST', description: 'what else exits 1, comma-separated: warn, weaken, change (the last two need --against)', default: 'error' },
+  },
+  details: [
+    'Prints the contract table (one row per limit: purpose, key, algorithm and its burst bound, status,',
+    'fail mode in numbers, the most one key gets per day, routes, store, shadow, reason) and the',
+    'findings, each with a stable code and a severity. With --against, also what changed since',
+    'OLD_FILE. With --rls, every rule of an rls config with its fail mode, and the findings (a rule',
+    'without purpose is flagged).',
+    '',
+    '--fail-on: an error finding always exits 1 (error); warn adds a warning finding; weaken a change',
+    'that weakens the contract; change any change at all. A CI gate on a pull request:',
+    '--against the base branch\'s file with --fail-on weaken.',
+    '',
+    'Exit codes: 0 no error finding and no --fail-on condition met; 1 an error finding or a --fail-on',
+    'condition met (one line on stderr says which); 2 a config that cannot be read or is invalid, or',
+    'bad usage.',
+    '',
+    'Examples:',
+    '  ratecontract audit ratecontract.yaml',
+    '  ratecontract audit new.yaml --against old.yaml --fail-on weaken --markdown',
+    '  ratecontract audit --rls ./config',
+  ].join('\n'),
+  run: runAudit,
+};
 
-exit codes: 0 no error finding; 1 at least one error finding; 2 a config
-that cannot be read or is invalid, or bad usage.`;
-
-export interface AuditArgs {
+export interface AuditRequest {
   readonly config: string | undefined;
   readonly against: string | undefined;
   readonly format: 'text' | 'json' | 'markdown';
-  readonly help: boolean;
   readonly rls: boolean;
+  readonly failOn: ReadonlySet<FailOn>;
 }
 
-export function parseAuditArgs(argv: readonly string[]): AuditArgs {
-  let config: string | undefined;
-  let against: string | undefined;
-  let format: AuditArgs['format'] = 'text';
-  let help = false;
-  let rls = false;
-  const value = (flag: string, v: string | undefined): string => {
-    if (v === undefined || v.startsWith('--')) throw new UsageFailure(`${flag} needs a file name`);
-    return v;
-  };
-  const setFormat = (f: AuditArgs['format'], flag: string): void => {
-    if (format !== 'text' && format !== f) throw new UsageFailure(`${flag}: choose one of --json and --markdown`);
-    format = f;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--help' || arg === '-h') help = true;
-    else if (arg === '--config' || arg === '-c') config = value(arg, argv[++i]);
-    else if (arg.startsWith('--config=')) config = arg.slice('--config='.length);
-    else if (arg === '--against') against = value(arg, argv[++i]);
-    else if (arg.startsWith('--against=')) against = arg.slice('--against='.length);
-    else if (arg === '--json') setFormat('json', arg);
-    else if (arg === '--markdown') setFormat('markdown', arg);
-    else if (arg === '--rls') rls = true;
-    else throw new UsageFailure(`unknown option ${arg}`);
+function failOnOption(args: ParsedArgs): Set<FailOn> {
+  const raw = stringOption(args, 'fail-on') ?? 'error';
+  const list = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (list.length === 0) throw new ArgumentError(`--fail-on needs one or more of ${FAIL_ON.join(', ')}`);
+  for (const c of list) {
+    if (!(FAIL_ON as readonly string[]).includes(c)) {
+      throw new ArgumentError(`--fail-on: unknown condition ${JSON.stringify(c)}${didYouMean(c, FAIL_ON)} (one or more of ${FAIL_ON.join(', ')})`);
+    }
   }
-  if (rls && config === undefined) throw new UsageFailure('--rls needs --config FILE|DIR');
-  if (rls && against !== undefined) throw new UsageFailure('--rls does not take --against');
-  if (rls && (format as AuditArgs['format']) === 'markdown') throw new UsageFailure('--rls prints text or --json');
-  return { config, against, format, help, rls };
+  return new Set(['error', ...list] as FailOn[]);
+}
+
+/** Checks the parsed options of `audit`; every mistake is an `ArgumentError` naming its option. */
+export function auditRequest(args: ParsedArgs): AuditRequest {
+  const config = contractOption(args);
+  const against = stringOption(args, 'against');
+  if (against === '') throw new ArgumentError('--against needs a file name');
+  const json = flagOption(args, 'json');
+  const markdown = flagOption(args, 'markdown');
+  if (json && markdown) throw new ArgumentError('--markdown: choose one of --json and --markdown');
+  const rls = flagOption(args, 'rls');
+  const failOn = failOnOption(args);
+  for (const c of ['weaken', 'change'] as const) {
+    if (failOn.has(c) && against === undefined) throw new ArgumentError(`--fail-on ${c} needs --against OLD_FILE`);
+  }
+  if (rls && config === undefined) throw new ArgumentError('--rls needs a config: audit --rls FILE|DIR');
+  if (rls && against !== undefined) throw new ArgumentError('--rls does not take --against');
+  if (rls && markdown) throw new ArgumentError('--rls prints text or --json');
+  return { config, against, format: json ? 'json' : markdown ? 'markdown' : 'text', rls, failOn };
 }
 
 function renderRls(audit: RlsAudit): string {
-  const lines: string[] = [`rate limit service config: ${audit.files.length} file(s), ${audit.rules.length} rule(s)`, ''];
+  const lines: string[] = [`rate limit service config: ${plural(audit.files.length, 'file')}, ${plural(audit.rules.length, 'rule')}`, ''];
   for (const r of audit.rules) {
     lines.push(`${r.path}  (${r.file})`);
     lines.push(`  bound      ${r.bound}${r.algorithm === undefined ? '' : ` (${r.algorithm}${r.burst === undefined ? '' : `, burst ${r.burst}`})`}`);
@@ -83,7 +110,7 @@ function yesNo(b: boolean): string {
 
 function perDay(r: AuditRow): string {
   if (r.maxPerDay === null) return `n/a (at most ${r.limit} in flight)`;
-  const unit = r.cost === 1 ? '' : ` cost units (${Math.floor(r.maxPerDay / r.cost)} requests of cost ${r.cost})`;
+  const unit = r.cost === 1 ? '' : ` cost units (${plural(Math.floor(r.maxPerDay / r.cost), 'request')} of cost ${r.cost})`;
   return r.maxPerDay === r.sustainedPerDay ? `${r.maxPerDay}${unit} per day` : `at most ${r.maxPerDay}${unit} in any 24 h (the sustained rate alone: ${r.sustainedPerDay})`;
 }
 
@@ -110,12 +137,17 @@ function percent(x: number): string {
 function keyspaceText(r: AuditRow): string {
   const k = r.keyspace;
   if (k === null) return r.storeType === 'redis' ? 'unbounded (one entry per key; set keySlots to bound it)' : 'one entry per key (memory store: bounded by maxKeys)';
-  const rates = k.collisions.map((c) => `${percent(c.rate)} at ${c.liveKeys} live keys`).join(', ');
-  return `at most ${k.maxKeys} keys x ${k.bytesPerKey} B = ${bytes(k.maxBytes)}${r.storeType === 'redis' ? ' of Redis memory' : ''}; a live key shares its slot (a stricter, shared budget): ${rates}${k.keyed ? '' : '; slot hash unkeyed (set the store\'s keySecretEnv to keep an attacker from aiming keys at a victim\'s slot)'}`;
+  const rates = k.collisions.map((c) => `${percent(c.rate)} at ${plural(c.liveKeys, 'live key')}`).join(', ');
+  return `at most ${plural(k.maxKeys, 'key')} x ${k.bytesPerKey} B = ${bytes(k.maxBytes)}${r.storeType === 'redis' ? ' of Redis memory' : ''}; a live key shares its slot (a stricter, shared budget): ${rates}${k.keyed ? '' : '; slot hash unkeyed (set the store\'s keySecretEnv to keep an attacker from aiming keys at a victim\'s slot)'}`;
 }
 
 function finding(f: Finding): string {
   return `${f.severity.padEnd(5)} ${f.code}  ${f.subject}: ${f.message}`;
+}
+
+/** `'2 weaken'`, `'1 weakens'`: how many of `changes` weaken the contract. */
+function weakening(changes: readonly ContractChange[]): string {
+  return plural(changes.filter((c) => c.weakens).length, 'weakens', { many: 'weaken' });
 }
 
 function change(c: ContractChange): string {
@@ -123,7 +155,7 @@ function change(c: ContractChange): string {
 }
 
 export function renderText(report: AuditReport, changes: readonly ContractChange[] | undefined): string {
-  const lines: string[] = [`contract ${report.file}: ${report.rows.length} limits, replicas ${String(report.replicas)}`, ''];
+  const lines: string[] = [`contract ${report.file}: ${plural(report.rows.length, 'limit')}, replicas ${String(report.replicas)}`, ''];
   for (const r of report.rows) {
     lines.push(`${r.name}  (${r.purpose}${r.shadow ? ', shadow' : ''})`);
     const field = (k: string, v: string): void => {
@@ -145,7 +177,7 @@ export function renderText(report: AuditReport, changes: readonly ContractChange
   lines.push(`findings: ${counts}`);
   for (const f of report.findings) lines.push(finding(f));
   if (changes !== undefined) {
-    lines.push('', `changes: ${changes.length} (${changes.filter((c) => c.weakens).length} weaken the contract)`);
+    lines.push('', `changes: ${changes.length} (${weakening(changes)} the contract)`);
     for (const c of changes) lines.push(change(c));
   }
   return lines.join('\n') + '\n';
@@ -188,7 +220,7 @@ export function renderMarkdown(report: AuditReport, changes: readonly ContractCh
   if (report.findings.length === 0) lines.push('None.');
   for (const f of report.findings) lines.push(`- **${f.severity}** \`${f.code}\` ${cell(f.subject)}: ${cell(f.message)}`);
   if (changes !== undefined) {
-    lines.push('', `#### Changes (${changes.length}, ${changes.filter((c) => c.weakens).length} weaken the contract)`, '');
+    lines.push('', `#### Changes (${changes.length}, ${weakening(changes)} the contract)`, '');
     if (changes.length === 0) lines.push('None.');
     for (const c of changes) lines.push(`- ${c.weakens ? '**weakens** ' : ''}${cell(c.message)}`);
   }
@@ -199,32 +231,43 @@ function chains(c: RateContractConfig): Map<string, readonly string[]> {
   return new Map(c.routes.map((r) => [r.match, r.limits]));
 }
 
-/** Runs `ratecontract audit`; returns the exit code. */
-export async function runAudit(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  let args: AuditArgs;
-  try {
-    args = parseAuditArgs(argv);
-  } catch (error) {
-    err(`ratecontract audit: ${(error as Error).message}\n\n${AUDIT_USAGE}\n`);
-    return 2;
+/** The `--fail-on` conditions beyond error findings that a report meets: one line each, for stderr. */
+function failures(failOn: ReadonlySet<FailOn>, findings: readonly { severity: string }[], changes: readonly ContractChange[] | undefined): string[] {
+  const out: string[] = [];
+  const warns = findings.filter((f) => f.severity === 'warn').length;
+  if (failOn.has('warn') && warns > 0) out.push(`${plural(warns, 'warning finding')} (--fail-on warn)`);
+  const weak = changes?.filter((c) => c.weakens).length ?? 0;
+  if (failOn.has('weaken') && changes !== undefined && weak > 0) {
+    out.push(`${weak} of ${plural(changes.length, 'change')} ${plural(weak, 'weakens', { many: 'weaken', word: true })} the contract (--fail-on weaken)`);
   }
-  if (args.help) {
-    out(AUDIT_USAGE + '\n');
-    return 0;
-  }
+  if (failOn.has('change') && changes !== undefined && changes.length > 0) out.push(`${plural(changes.length, 'change')} since the old contract (--fail-on change)`);
+  return out;
+}
+
+/** Exit 1 on an error finding or a met `--fail-on` condition (each named on stderr), else 0. */
+function verdict(failOn: ReadonlySet<FailOn>, findings: readonly { severity: string }[], changes?: readonly ContractChange[]): number {
+  const met = failures(failOn, findings, changes);
+  for (const line of met) process.stderr.write(`ratecontract audit: ${line}\n`);
+  return findings.some((f) => f.severity === 'error') || met.length > 0 ? 1 : 0;
+}
+
+async function runAudit(parsed: ParsedArgs): Promise<number> {
+  const args = auditRequest(parsed);
+  const out = (s: string): void => void process.stdout.write(s);
+  const unreadable = (error: unknown): number => {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(error.message + '\n');
+    return EXIT_USAGE;
+  };
   if (args.rls) {
     let audit: RlsAudit;
     try {
       audit = auditRls(await loadRlsConfig(args.config ?? ''));
     } catch (error) {
-      if (error instanceof ConfigError) {
-        err(error.message + '\n');
-        return 2;
-      }
-      throw error;
+      return unreadable(error);
     }
     out(args.format === 'json' ? JSON.stringify(audit, null, 2) + '\n' : renderRls(audit));
-    return audit.findings.some((f) => f.severity === 'error') ? 1 : 0;
+    return verdict(args.failOn, audit.findings);
   }
   let config: RateContractConfig;
   let old: RateContractConfig | undefined;
@@ -232,16 +275,12 @@ export async function runAudit(argv: readonly string[], out: (s: string) => void
     config = await loadContract(args.config);
     old = args.against === undefined ? undefined : await loadContract(args.against);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      err(error.message + '\n');
-      return 2;
-    }
-    throw error;
+    return unreadable(error);
   }
   const report = auditContract(config);
   const changes = old === undefined ? undefined : diffContracts(auditContract(old), report, chains(old), chains(config));
   if (args.format === 'json') out(JSON.stringify({ ...report, ...(changes !== undefined && { against: old?.file, changes }) }, null, 2) + '\n');
   else if (args.format === 'markdown') out(renderMarkdown(report, changes));
   else out(renderText(report, changes));
-  return report.findings.some((f) => f.severity === 'error') ? 1 : 0;
+  return verdict(args.failOn, report.findings, changes);
 }

@@ -1,5 +1,6 @@
 import { ConfigError } from '../core/errors.js';
 import type { RateContractConfig } from '../config/types.js';
+import { plural } from '../core/plural.js';
 import { ArgumentError, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
 import { loadContract } from './check.js';
 import { LogInputError, readLog, type LogFormat } from './logs.js';
@@ -19,10 +20,13 @@ const KEEP_MALFORMED = 100;
 
 const FORMATS: readonly LogFormat[] = ['auto', 'combined', 'json'];
 
+const thousands = (x: number): string => x.toLocaleString('en-US');
+
 /** The `replay` command: its options and usage, declared once. */
 export const replayCommand: Command = {
   name: 'replay',
   summary: 'replay an access log through a contract on a virtual clock: what each limit would reject, and for which keys',
+  fileOption: 'config',
   options: {
     config: { type: 'string', value: 'FILE', description: 'the contract (YAML or JSON)', default: 'the built-in demo contract' },
     log: { type: 'string', value: 'FILE', description: 'the access log: a file, gzip or not, or - for stdin (required)' },
@@ -45,7 +49,7 @@ export const replayCommand: Command = {
     'or holds no request.',
     '',
     'Examples:',
-    '  ratecontract replay --config ratecontract.yaml --log /var/log/nginx/access.log.1.gz',
+    '  ratecontract replay ratecontract.yaml --log /var/log/nginx/access.log.1.gz',
     '  zcat access.log.*.gz | ratecontract replay --config new.yaml --against old.yaml --log - --json',
   ].join('\n'),
   run: runReplay,
@@ -95,10 +99,10 @@ function notes(config: RateContractConfig, run: ContractRun, late: number, prefi
     if (s.type === 'redis') out.push(`${prefix}store ${name} is Redis; replayed on a memory store`);
   }
   for (const t of run.tallies.values()) {
-    if (t.keySpec.startsWith('body.') && t.unkeyed > 0) out.push(`${prefix}${t.name} is keyed on ${t.keySpec}: a log has no request bodies, so it decided none of its ${t.unkeyed.toLocaleString('en-US')} requests`);
+    if (t.keySpec.startsWith('body.') && t.unkeyed > 0) out.push(`${prefix}${t.name} is keyed on ${t.keySpec}: a log has no request bodies, so it decided none of its ${plural(t.unkeyed, 'request', { format: thousands })}`);
     if (t.algorithm === 'concurrency' && t.checked > 0) out.push(`${prefix}${t.name} is a concurrency limit: a log has no request durations, so each lease ends with its check`);
   }
-  if (late > 0 && prefix === '') out.push(`${late.toLocaleString('en-US')} lines were more than 5 s out of order and were replayed at the time of the line before them`);
+  if (late > 0 && prefix === '') out.push(`${plural(late, 'line was', { many: 'lines were', format: thousands })} more than 5 s out of order and were replayed at the time of the line before them`);
   return out;
 }
 
@@ -148,7 +152,7 @@ async function runReplay(args: ParsedArgs): Promise<number> {
     if (stats.malformed === 0) return fail(`log ${logName} holds no request: it is empty`);
     const first = stats.malformedLines[0];
     return fail(
-      `log ${logName} holds no request in ${stats.format ?? request.format} format: ${stats.malformed.toLocaleString('en-US')} malformed lines` +
+      `log ${logName} holds no request in ${stats.format ?? request.format} format: ${plural(stats.malformed, 'malformed line', { format: thousands })}` +
         (first !== undefined ? ` (line ${first.line}: ${first.reason})` : ''),
     );
   }

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { formatDuration } from '../core/duration.js';
 import { GLOBAL_KEY } from '../core/keys.js';
+import { plural } from '../core/plural.js';
 import type { LogStats, MalformedLine } from './logs.js';
 import { splitDiffKey, type ContractDiff, type ContractRun, type ContractTotals, type LimitTally, type UnroutedLine } from './replay.js';
 
@@ -216,9 +217,9 @@ export function renderReplay(r: ReplayReport): string {
   const log = r.log;
   const span = log.firstTime === null ? '' : `, ${log.firstTime} to ${log.lastTime ?? ''}`;
   const out: string[] = [
-    `ratecontract replay: ${r.contract.config} over ${log.file} (${log.format ?? 'no format'}), ${n(log.lines)} lines${span}, virtual clock, memory stores`,
+    `ratecontract replay: ${r.contract.config} over ${log.file} (${log.format ?? 'no format'}), ${plural(log.lines, 'line', { format: n })}${span}, virtual clock, memory stores`,
   ];
-  const skipped = [`${n(log.records)} requests`, `${n(log.malformed)} malformed`, `${n(log.blank)} blank`];
+  const skipped = [plural(log.records, 'request', { format: n }), `${n(log.malformed)} malformed`, `${n(log.blank)} blank`];
   if (log.late > 0) skipped.push(`${n(log.late)} late (moved up in time)`);
   out.push(`lines: ${skipped.join(', ')}`);
   if (log.malformedLines.length > 0) {
@@ -229,7 +230,7 @@ export function renderReplay(r: ReplayReport): string {
   out.push('', ...contractLines(r.contract, r.keys));
   const d = r.against;
   if (d !== null) {
-    out.push('', `against ${d.config}: ${n(d.newlyRejected)} requests the new contract would reject that the old one did not; ${n(d.noLongerRejected)} the other way`);
+    out.push('', `against ${d.config}: ${plural(d.newlyRejected, 'request', { format: n })} the new contract would reject that the old one did not; ${n(d.noLongerRejected)} the other way`);
     if (d.newlyRejectedByLimit.length > 0) out.push(`  newly rejected by limit: ${d.newlyRejectedByLimit.map((x) => `${x.limit} ${n(x.requests)}`).join(', ')}`);
     if (d.newlyRejectedByKey.length > 0) out.push(`  newly rejected by key: ${d.newlyRejectedByKey.map((x) => `${x.limit} ${x.key} ${n(x.requests)}${x.error > 0 ? ` (±${n(x.error)})` : ''}`).join(', ')}`);
     if (d.noLongerRejectedByLimit.length > 0) out.push(`  no longer rejected, by old limit: ${d.noLongerRejectedByLimit.map((x) => `${x.limit} ${n(x.requests)}`).join(', ')}`);
@@ -237,6 +238,6 @@ export function renderReplay(r: ReplayReport): string {
     out.push('', `the old contract, ${d.config}:`, ...contractLines(d.old, r.keys));
   }
   if (r.notes.length > 0) out.push('', ...r.notes.map((s) => `note: ${s}`));
-  out.push('', `${n(log.lines)} lines in ${(r.run.elapsedMs / 1000).toFixed(2)} s (${n(Math.round(r.run.linesPerSecond))} lines/s), peak RSS ${(r.run.peakRssBytes / 2 ** 20).toFixed(0)} MiB`);
+  out.push('', `${plural(log.lines, 'line', { format: n })} in ${(r.run.elapsedMs / 1000).toFixed(2)} s (${n(Math.round(r.run.linesPerSecond))} lines/s), peak RSS ${(r.run.peakRssBytes / 2 ** 20).toFixed(0)} MiB`);
   return out.join('\n');
 }

@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { ConfigError, memoryStore, type Store } from '../index.js';
+import { plural } from '../core/plural.js';
 import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
 import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
 import { rulesTable, startRls } from '../rls/server.js';
@@ -176,7 +177,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
   const rows = rulesTable(config).map((r) => `  ${r.path}: ${r.bound}${r.algorithm === undefined ? '' : ` (${r.algorithm})`}, purpose ${r.purpose}${r.onError === undefined ? '' : `, onError ${r.onError}`}${r.shadow ? ', shadow' : ''}`);
   process.stderr.write(
     [
-      `ratecontract rls: ${config.files.length} file(s), ${config.domains.size} domain(s), ${config.rules.length} rule(s), counters ${redis === undefined ? 'in this process' : `on ${redis.host}`}`,
+      `ratecontract rls: ${plural(config.files.length, 'file')}, ${plural(config.domains.size, 'domain')}, ${plural(config.rules.length, 'rule')}, counters ${redis === undefined ? 'in this process' : `on ${redis.host}`}`,
       ...rows,
       '',
       `grpc ${rls.grpcAddress}`,

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { ConfigError } from '../core/errors.js';
 import { auditContract, demoConfig, loadConfig, type RateContractConfig, type StoreConfig } from '../config/index.js';
 import { startService } from '../service/index.js';
+import { plural } from '../core/plural.js';
 import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
 
 /** Default port of the API (or proxy). */
@@ -73,7 +74,7 @@ function contractTable(config: RateContractConfig): string {
   const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
   const unlimited = config.routes.filter((r) => r.limits.length === 0).map((r) => r.match);
   return [
-    `contract ${report.file}: ${report.rows.length} limits, ${config.routes.length} routes, replicas ${String(config.replicas)}`,
+    `contract ${report.file}: ${plural(report.rows.length, 'limit')}, ${plural(config.routes.length, 'route')}, replicas ${String(config.replicas)}`,
     line(header),
     ...rows.map(line),
     ...(unlimited.length > 0 ? [`unlimited: ${unlimited.join(', ')}`] : []),

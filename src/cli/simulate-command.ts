@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { algorithms } from '../algorithms/registry.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import { formatDuration, parseDuration } from '../core/duration.js';
+import { plural } from '../core/plural.js';
 import { ArgumentError, flagOption, integerOption, parseCommandArgs, stringOption, type Command, type ParsedArgs } from './args.js';
 import { OFFERED_PER_WINDOW, PATTERNS, type PatternName } from './patterns.js';
 import { alignTrace, simulate, type SimulateOptions } from './simulate.js';
@@ -106,7 +107,7 @@ export function simulateRequest(args: ParsedArgs): SimulateRequest {
   }
   if (trace === undefined) {
     const offered = Math.ceil(OFFERED_PER_WINDOW[pattern] * limit * windows);
-    if (offered > MAX_OFFERED) throw new ArgumentError(`--limit ${limit} with --windows ${windows} offers about ${offered} requests; at most ${MAX_OFFERED}`);
+    if (offered > MAX_OFFERED) throw new ArgumentError(`--limit ${limit} with --windows ${windows} offers about ${plural(offered, 'request')}; at most ${MAX_OFFERED}`);
   }
   const svg = stringOption(args, 'svg');
   if (svg === '') throw new ArgumentError('--svg needs a file name');
@@ -140,7 +141,7 @@ async function runSimulate(args: ParsedArgs): Promise<number> {
     source = { kind: 'trace', file: request.trace, origin: aligned.origin, lines: trace.lines, malformed: trace.malformed, malformedLines: trace.malformedLines };
     if (trace.malformed > 0) {
       const more = trace.malformed > trace.malformedLines.length ? ', ...' : '';
-      process.stderr.write(`ratecontract simulate: ${request.trace}: skipped ${trace.malformed} lines with no time (line ${trace.malformedLines.join(', ')}${more})\n`);
+      process.stderr.write(`ratecontract simulate: ${request.trace}: skipped ${plural(trace.malformed, 'line')} with no time (${plural(trace.malformed, 'line', { word: true })} ${trace.malformedLines.join(', ')}${more})\n`);
     }
   }
   const results = await simulate(options);
@@ -158,7 +159,7 @@ async function runSimulate(args: ParsedArgs): Promise<number> {
       subtitle:
         `limit ${options.limit} per ${w}` +
         (options.burst !== undefined ? `, burst ${options.burst}` : ', burst = limit') +
-        `, ${results[0]?.offered ?? 0} requests over ${options.windows} windows`,
+        `, ${plural(results[0]?.offered ?? 0, 'request')} over ${plural(options.windows, 'window')}`,
       windowMs: options.windowMs,
       xLabel,
       results,

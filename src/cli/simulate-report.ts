@@ -1,4 +1,5 @@
 import { formatDuration } from '../core/duration.js';
+import { plural } from '../core/plural.js';
 import type { SimulateOptions, SimulationResult } from './simulate.js';
 
 /** Where a run's traffic came from, for the table's first line and the JSON. */
@@ -33,8 +34,8 @@ function merge(values: readonly number[], factor: number): number[] {
 
 function describeTraffic(options: SimulateOptions, source: TrafficSource): string {
   if (source.kind === 'trace') {
-    const skipped = source.malformed > 0 ? `, ${source.malformed} malformed lines skipped` : '';
-    return `trace ${source.file} (${options.times?.length ?? 0} requests${skipped})`;
+    const skipped = source.malformed > 0 ? `, ${plural(source.malformed, 'malformed line')} skipped` : '';
+    return `trace ${source.file} (${plural(options.times?.length ?? 0, 'request')}${skipped})`;
   }
   const seeded = options.pattern === 'bursty' || options.pattern === 'poisson' ? `, seed ${options.seed}` : '';
   return `pattern '${options.pattern}'${seeded}`;
@@ -47,7 +48,7 @@ export function renderTable(options: SimulateOptions, results: readonly Simulati
   lines.push(
     `ratecontract simulate: ${describeTraffic(options, source)}, limit ${options.limit} per ${w}` +
       (options.burst !== undefined ? `, burst ${options.burst}` : '') +
-      `, ${options.windows} windows, virtual clock`,
+      `, ${plural(options.windows, 'window')}, virtual clock`,
   );
   lines.push('');
   const header = ['algorithm', 'offered', 'admitted', 'rejected', `max in any ${w}`, 'bound', 'bound rule'];

@@ -1,3 +1,4 @@
+import { plural } from '../core/plural.js';
 import { openLogInput, splitLines } from './log-input.js';
 import { parseClfTime, parseIsoTime, parseTimeValue, TIME_FIELDS } from './timestamps.js';
 
@@ -79,7 +80,7 @@ export async function readTrace(file: string): Promise<Trace> {
   }
   if (times.length === 0) {
     throw new Error(
-      `trace ${file}: no time stamp in ${lines} lines` + (malformed > 0 ? ` (malformed: line ${malformedLines.join(', ')}${malformed > malformedLines.length ? ', ...' : ''})` : ''),
+      `trace ${file}: no time stamp in ${plural(lines, 'line')}` + (malformed > 0 ? ` (malformed: ${plural(malformed, 'line', { word: true })} ${malformedLines.join(', ')}${malformed > malformedLines.length ? ', ...' : ''})` : ''),
     );
   }
   times.sort((a, b) => a - b);

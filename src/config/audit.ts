@@ -1,5 +1,6 @@
 import { algorithms, formatDuration, type CompiledLimit } from '../index.js';
 import type { RateContractConfig, StoreConfig } from './types.js';
+import { plural } from '../core/plural.js';
 
 /** Severity of a finding: an `error` makes `ratecontract audit` exit 1. */
 export type Severity = 'error' | 'warn' | 'info';
@@ -235,7 +236,7 @@ function failModeWords(l: CompiledLimit, k: number | null, storeType: 'memory' |
   if (k === null) {
     return { words: `closed: k x N = k x ${n} attempts ${per} while the store is down (k discovered at run time), ${after}${memory}`, outage: null };
   }
-  return { words: `closed: k x N = ${k * n} attempts ${per} while the store is down (k = ${k}), ${after}${memory}`, outage: k * n };
+  return { words: `closed: k x N = ${plural(k * n, 'attempt')} ${per} while the store is down (k = ${k}), ${after}${memory}`, outage: k * n };
 }
 
 function row(config: RateContractConfig, l: CompiledLimit): AuditRow {

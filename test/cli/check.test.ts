@@ -74,12 +74,15 @@ describe('ratecontract check (built CLI)', () => {
   it('--help prints its usage and exits 0; an unknown option names itself and exits 2', async () => {
     const help = await run('check', '--help');
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^usage: ratecontract check \[--config FILE\]/);
+    expect(help.stdout).toMatch(/^usage: ratecontract check \[options\] \[FILE\]\n/);
     const bogus = await run('check', '--bogus');
     expect(bogus.code).toBe(2);
     expect(bogus.stderr).toMatch(/^ratecontract check: unknown option --bogus\n/);
     const noFile = await run('check', '--config');
     expect(noFile.code).toBe(2);
-    expect(noFile.stderr).toMatch(/^ratecontract check: --config needs a file name\n/);
+    expect(noFile.stderr).toMatch(/^ratecontract check: option --config needs a value \(--config FILE\)\n/);
+    const empty = await run('check', '--config=');
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/^ratecontract check: --config needs a file name\n/);
   });
 });

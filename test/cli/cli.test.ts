@@ -14,7 +14,9 @@ afterAll(async () => {
 });
 
 /** Every subcommand the CLI has; each must answer --help. */
-const SUBCOMMANDS = ['serve', 'simulate', 'replay'];
+const SUBCOMMANDS = ['serve', 'rls', 'simulate', 'replay', 'check', 'audit'];
+/** Arguments past what each takes: the commands that read one contract take it as FILE, the others none. */
+const STRAY: Record<string, string[]> = { check: ['a.yaml', 'stray'], audit: ['a.yaml', 'stray'], replay: ['a.yaml', 'stray'] };
 
 describe('ratecontract help', () => {
   it.each([[[]], [['help']], [['--help']], [['-h']]])('%j lists every command on stdout and exits 0', async (args) => {
@@ -70,7 +72,7 @@ describe.each(SUBCOMMANDS)('ratecontract %s', (name) => {
   });
 
   it('refuses a positional argument it does not take', async () => {
-    const r = await runCli([name, 'stray']);
+    const r = await runCli([name, ...(STRAY[name] ?? ['stray'])]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('unexpected argument "stray"');
   });
@@ -121,7 +123,7 @@ describe('ratecontract simulate: bad values', () => {
     await writeFile(file, 'hello\n\n# comment\nworld\n');
     const r = await runCli(['simulate', '--trace', file]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`trace ${file}: no time stamp in 4 lines (malformed: line 1, 4)`);
+    expect(r.stderr).toBe(`ratecontract simulate: trace ${file}: no time stamp in 4 lines (malformed: lines 1, 4)\n`);
   });
 
   it('an --svg file that cannot be written names it and exits 2', async () => {
@@ -198,7 +200,7 @@ describe('ratecontract simulate: output', () => {
     await writeFile(file, lines.join('\n') + '\n');
     const r = await runCli(['simulate', '--json', '--trace', file, '--limit', '3', '--window', '1m', '--algorithms', 'fixed-window,sliding-log']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain('skipped 2 lines with no time (line 6, 10)');
+    expect(r.stderr).toContain('skipped 2 lines with no time (lines 6, 10)');
     const doc = JSON.parse(r.stdout) as JsonRun;
     expect(doc.traffic).toMatchObject({ pattern: 'trace', offered: 8, malformed: 2, malformedLines: [6, 10], origin: Date.UTC(2026, 11, 1, 10, 0, 0), windows: 2 });
     const by = Object.fromEntries(doc.algorithms.map((a) => [a.algorithm, a]));

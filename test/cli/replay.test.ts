@@ -379,7 +379,9 @@ describe('replay: every mistake is its documented error, exit 2, one line, no st
     await expectError(['--log'], 'ratecontract replay: option --log needs a value (--log FILE)', true);
     await expectError(['--log', ''], 'ratecontract replay: --log needs a file name', true);
     await expectError(['--log', log, '--tenant-header', 'a b'], 'ratecontract replay: --tenant-header must be a header name, got "a b"', true);
-    await expectError(['--log', log, 'extra'], 'ratecontract replay: unexpected argument "extra"', true);
+    // One argument is the contract (replay FILE is replay --config FILE); a second is refused.
+    await expectError(['--log', log, `${d()}/login.yaml`, 'extra'], 'ratecontract replay: unexpected argument "extra": give one FILE', true);
+    await expectError(['--log', log, `${d()}/login.yaml`, '--config', `${d()}/bad-value.yaml`], `ratecontract replay: two files given: "${d()}/login.yaml" (FILE) and --config "${d()}/bad-value.yaml"; give one`, true);
   });
 
   it('--help prints the usage and exits 0, whatever else is on the line', async () => {
@@ -387,7 +389,7 @@ describe('replay: every mistake is its documented error, exit 2, one line, no st
       const run = await runCli(['replay', ...args]);
       expect(run.code).toBe(0);
       expect(run.stderr).toBe('');
-      expect(run.stdout).toMatch(/^usage: ratecontract replay \[options\]\n/);
+      expect(run.stdout).toMatch(/^usage: ratecontract replay \[options\] \[FILE\]\n/);
       for (const flag of ['--config FILE', '--log FILE', '--format NAME', '--against OLD_FILE', '--json', '--show-keys', '--top N', '--tenant-header NAME']) expect(run.stdout).toContain(flag);
     }
     const help = await runCli(['help', 'replay']);
