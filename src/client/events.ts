@@ -11,5 +11,11 @@ export const CLIENT_CHANNELS = {
   giveUp: 'ratecontract:client-give-up',
 } as const;
 
-export const clientWaitChannel = channel(CLIENT_CHANNELS.wait);
-export const clientGiveUpChannel = channel(CLIENT_CHANNELS.giveUp);
+/** The part of a `node:diagnostics_channel` channel the client publishes through (typed here, so the declarations need no Node types). */
+export interface ClientChannel {
+  readonly hasSubscribers: boolean;
+  publish(message: unknown): void;
+}
+
+export const clientWaitChannel: ClientChannel = channel(CLIENT_CHANNELS.wait);
+export const clientGiveUpChannel: ClientChannel = channel(CLIENT_CHANNELS.giveUp);

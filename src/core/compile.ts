@@ -10,11 +10,24 @@ import type { AlgorithmParams } from '../algorithms/types.js';
 import { refuseUnknown } from './options.js';
 import type { CompiledLimit, CompiledTier, LimitDefinition, OnError, PlanDefinition, Purpose, RequestContext } from './types.js';
 
-/** `costFromContentLength`: the declared Content-Length, at least 1; throws when there is no valid one. */
+/**
+ * `costFromContentLength`: the request's content bytes, at least 1.
+ * RFC 9112 section 6.3: a request with `Transfer-Encoding` has a body whose
+ * length is unknown here (it overrides any `Content-Length`); one with a
+ * `Content-Length` has that many bytes; one with neither has no body, and
+ * costs what an empty one does (1). Throws (the strict side: capacity + 1)
+ * on a body of unknown length, an invalid or disagreeing `Content-Length`,
+ * or a context without headers, which cannot say whether there is a body.
+ */
 function contentLengthCost(ctx: RequestContext): number {
-  const v = ctx.headers?.['content-length'];
-  const text = typeof v === 'string' ? v : v?.[0];
-  if (typeof text !== 'string' || !/^\d{1,15}$/.test(text)) throw new TypeError('costFromContentLength: the request declares no valid Content-Length');
+  const headers = ctx.headers;
+  if (headers === undefined) throw new TypeError('costFromContentLength: the context has no headers, so the body length is unknown');
+  if (headers['transfer-encoding'] !== undefined) throw new TypeError('costFromContentLength: a body with Transfer-Encoding has no declared length');
+  const v = headers['content-length'];
+  if (v === undefined) return 1;
+  const values = typeof v === 'string' ? [v] : v;
+  const text = values[0];
+  if (text === undefined || !/^\d{1,15}$/.test(text) || values.some((x) => x !== text)) throw new TypeError('costFromContentLength: the request declares no valid Content-Length');
   return Math.max(1, Number(text));
 }
 

@@ -108,7 +108,7 @@ const SLOT_MARK = '%';
  * that buys an attacker a denial of service on one slot, never extra
  * admissions); a secret makes the mapping unpredictable.
  */
-export function slotKey(raw: string, slots: number, secret: string | Buffer | undefined): string {
+export function slotKey(raw: string, slots: number, secret: string | Uint8Array | undefined): string {
   const h = secret === undefined ? createHash('sha256').update(raw, 'utf8').digest() : createHmac('sha256', secret).update(raw, 'utf8').digest();
   return SLOT_MARK + String(h.readUIntBE(0, 6) % slots);
 }

@@ -19,6 +19,9 @@ import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outco
 
 export { decisionKeys, WANT_KEYS, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 
+/** `createLimiter()`'s defaults (docs/limits.md holds its table to these). */
+export const LIMITER_DEFAULTS = Object.freeze({ replicas: 1, heartbeatMs: 5000, failClosedRetryAfterMs: 1000 });
+
 const KEY_ERROR = '\u0000key-error';
 /** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
 const NO_OPS: ReadonlyArray<StoreOp | undefined> = Object.freeze([undefined]);
@@ -94,12 +97,12 @@ class ChainLimiter implements Limiter {
       },
     };
     this.#clock = options.clock ?? systemClock;
-    const replicas = options.replicas ?? 1;
+    const replicas = options.replicas ?? LIMITER_DEFAULTS.replicas;
     if (replicas !== 'discover' && (!Number.isSafeInteger(replicas) || replicas < 1)) {
       throw new ConfigError('RC_INVALID_OPTION', 'replicas', `must be a positive integer or 'discover', got ${String(replicas)}`);
     }
     const k = replicas === 'discover' ? 1 : replicas;
-    const failClosedRetryAfterMs = options.failClosedRetryAfterMs ?? 1000;
+    const failClosedRetryAfterMs = options.failClosedRetryAfterMs ?? LIMITER_DEFAULTS.failClosedRetryAfterMs;
     if (!Number.isSafeInteger(failClosedRetryAfterMs) || failClosedRetryAfterMs < 1) {
       throw new ConfigError('RC_INVALID_OPTION', 'failClosedRetryAfterMs', `must be a positive integer, got ${String(failClosedRetryAfterMs)}`);
     }
@@ -136,7 +139,7 @@ class ChainLimiter implements Limiter {
     });
     if (replicas === 'discover') {
       const fallback = this.#fallback;
-      this.#heartbeat = startDiscovery(defaultStore, options.heartbeatMs ?? 5000, this.#clock, {
+      this.#heartbeat = startDiscovery(defaultStore, options.heartbeatMs ?? LIMITER_DEFAULTS.heartbeatMs, this.#clock, {
         get: () => fallback.replicas,
         set: (count) => (fallback.replicas = count),
       });

@@ -4,6 +4,18 @@ import { parseDuration, type Duration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { refuseUnknown } from './options.js';
 
+/** `createShedder()`'s defaults (docs/shedding.md holds its table to these); `maxInFlight` is `ceil(target x maxInFlightPerTarget)` for the in-flight driver. */
+export const SHEDDER_DEFAULTS = Object.freeze({
+  driver: 'in-flight',
+  maxInFlightPerTarget: 1.5,
+  criticalReserve: 0.2,
+  intervalMs: 250,
+  decrease: 0.75,
+  increase: 0.05,
+  lowWater: 0.8,
+  retryAfterMs: 1000,
+} as const);
+
 /** How much a request matters when the process is overloaded: `sheddable` goes first, then `default`; `critical` keeps a reserve. */
 export type Criticality = 'critical' | 'default' | 'sheddable';
 
@@ -170,7 +182,7 @@ class AimdShedder implements Shedder {
   constructor(o: ShedderOptions) {
     if (o === null || typeof o !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'shedder', 'createShedder needs an options object with a target');
     refuseUnknown(o, OPTIONS, 'shedder');
-    const d = o.driver ?? 'in-flight';
+    const d = o.driver ?? SHEDDER_DEFAULTS.driver;
     if (d === 'in-flight') this.#driver = inFlightDriver();
     else if (d === 'event-loop-delay') this.#driver = eventLoopDelayDriver();
     else if (d !== null && typeof d === 'object' && typeof d.read === 'function' && typeof d.name === 'string') this.#driver = d;
@@ -179,16 +191,16 @@ class AimdShedder implements Shedder {
       throw new ConfigError('RC_INVALID_OPTION', 'shedder.target', `must be a positive number, got ${typeof o.target === 'number' ? String(o.target) : typeof o.target}`);
     }
     this.#target = o.target;
-    const cap = o.maxInFlight ?? (this.#driver.name === 'in-flight' ? Math.ceil(o.target * 1.5) : Infinity);
+    const cap = o.maxInFlight ?? (this.#driver.name === 'in-flight' ? Math.ceil(o.target * SHEDDER_DEFAULTS.maxInFlightPerTarget) : Infinity);
     if (cap !== Infinity && (!Number.isSafeInteger(cap) || cap < 1)) throw new ConfigError('RC_INVALID_OPTION', 'shedder.maxInFlight', `must be a positive integer, got ${String(cap)}`);
     this.#cap = cap;
-    const reserve = fraction(o.criticalReserve, 'shedder.criticalReserve', 0, 1, false, false, 0.2);
+    const reserve = fraction(o.criticalReserve, 'shedder.criticalReserve', 0, 1, false, false, SHEDDER_DEFAULTS.criticalReserve);
     this.#nonCriticalCap = cap === Infinity ? Infinity : cap - Math.ceil(cap * reserve);
-    this.#intervalMs = o.interval === undefined ? 250 : parseDuration(o.interval, 'shedder.interval');
-    this.#decrease = fraction(o.decrease, 'shedder.decrease', 0, 1, true, true, 0.75);
-    this.#increase = fraction(o.increase, 'shedder.increase', 0, 1, true, false, 0.05);
-    this.#lowWater = fraction(o.lowWater, 'shedder.lowWater', 0, 1, true, true, 0.8);
-    this.#retryAfterMs = o.retryAfter === undefined ? 1000 : parseDuration(o.retryAfter, 'shedder.retryAfter');
+    this.#intervalMs = o.interval === undefined ? SHEDDER_DEFAULTS.intervalMs : parseDuration(o.interval, 'shedder.interval');
+    this.#decrease = fraction(o.decrease, 'shedder.decrease', 0, 1, true, true, SHEDDER_DEFAULTS.decrease);
+    this.#increase = fraction(o.increase, 'shedder.increase', 0, 1, true, false, SHEDDER_DEFAULTS.increase);
+    this.#lowWater = fraction(o.lowWater, 'shedder.lowWater', 0, 1, true, true, SHEDDER_DEFAULTS.lowWater);
+    this.#retryAfterMs = o.retryAfter === undefined ? SHEDDER_DEFAULTS.retryAfterMs : parseDuration(o.retryAfter, 'shedder.retryAfter');
     this.#clock = o.clock ?? systemClock;
     if (o.onStep !== undefined && typeof o.onStep !== 'function') throw new ConfigError('RC_INVALID_OPTION', 'shedder.onStep', 'must be a function');
     this.#onStep = o.onStep;

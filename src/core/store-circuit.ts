@@ -11,6 +11,16 @@ export const DEFAULT_DEADLINE_MS = 20;
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
 /** Default wait for a store to become ready (connected, scripts loaded) before checks get their fail mode, ms. */
 export const DEFAULT_STARTUP_WAIT_MS = 1000;
+/** The circuit breaker's defaults, one per `breaker` option (docs/fail-modes.md holds its table to these). */
+export const BREAKER_DEFAULTS = Object.freeze({
+  failureRate: 0.5,
+  minimumCalls: 20,
+  windowMs: 1000,
+  failureThreshold: 3,
+  cooldownMs: 200,
+  maxCooldownMs: 5000,
+  probeSuccesses: 3,
+});
 
 /** A store call missed its deadline. */
 export class StoreTimeoutError extends RateContractError {
@@ -125,14 +135,14 @@ export class StoreCircuit {
     const b = store.breaker ?? {};
     if (b === null || typeof b !== 'object') throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker`, 'must be an object');
     refuseUnknown(b, BREAKER_KEYS, `stores.${name}.breaker`);
-    this.#rate = positive(b.failureRate ?? 0.5, `stores.${name}.breaker.failureRate`);
+    this.#rate = positive(b.failureRate ?? BREAKER_DEFAULTS.failureRate, `stores.${name}.breaker.failureRate`);
     if (this.#rate > 1) throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.breaker.failureRate`, `must be in (0, 1], got ${String(this.#rate)}`);
-    this.#minimumCalls = positive(b.minimumCalls ?? 20, `stores.${name}.breaker.minimumCalls`, true);
-    this.#slotMs = positive(b.windowMs ?? 1000, `stores.${name}.breaker.windowMs`) / SLOTS;
-    this.#threshold = positive(b.failureThreshold ?? 3, `stores.${name}.breaker.failureThreshold`, true);
-    this.#baseCooldownMs = positive(b.cooldownMs ?? 200, `stores.${name}.breaker.cooldownMs`);
-    this.#maxCooldownMs = Math.max(this.#baseCooldownMs, positive(b.maxCooldownMs ?? 5000, `stores.${name}.breaker.maxCooldownMs`));
-    this.#probeSuccesses = positive(b.probeSuccesses ?? 3, `stores.${name}.breaker.probeSuccesses`, true);
+    this.#minimumCalls = positive(b.minimumCalls ?? BREAKER_DEFAULTS.minimumCalls, `stores.${name}.breaker.minimumCalls`, true);
+    this.#slotMs = positive(b.windowMs ?? BREAKER_DEFAULTS.windowMs, `stores.${name}.breaker.windowMs`) / SLOTS;
+    this.#threshold = positive(b.failureThreshold ?? BREAKER_DEFAULTS.failureThreshold, `stores.${name}.breaker.failureThreshold`, true);
+    this.#baseCooldownMs = positive(b.cooldownMs ?? BREAKER_DEFAULTS.cooldownMs, `stores.${name}.breaker.cooldownMs`);
+    this.#maxCooldownMs = Math.max(this.#baseCooldownMs, positive(b.maxCooldownMs ?? BREAKER_DEFAULTS.maxCooldownMs, `stores.${name}.breaker.maxCooldownMs`));
+    this.#probeSuccesses = positive(b.probeSuccesses ?? BREAKER_DEFAULTS.probeSuccesses, `stores.${name}.breaker.probeSuccesses`, true);
     this.#cooldownMs = this.#baseCooldownMs;
     const startupWaitMs = store.startupWaitMs ?? DEFAULT_STARTUP_WAIT_MS;
     if (!Number.isFinite(startupWaitMs) || startupWaitMs < 0) {

@@ -86,8 +86,10 @@ export interface LimitDefinition<Ctx = RequestContext> {
   /**
    * The cost is the request's declared `Content-Length` in bytes (at least
    * 1), read from `ctx.headers`; advertised as `qu="content-bytes"`. A
-   * request without a valid `Content-Length` is handled like a throwing cost
-   * function. Not with `cost`.
+   * request with neither `Content-Length` nor `Transfer-Encoding` has no body
+   * (RFC 9112 section 6.3) and costs 1. A body of unknown length (chunked),
+   * an invalid `Content-Length`, or a context without `headers` is handled
+   * like a throwing cost function. Not with `cost`.
    */
   readonly costFromContentLength?: boolean | undefined;
   /** What the number defends. Strongly recommended; `audit` flags limits without one. */

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { HeaderRecord } from './forwarded.js';
 
 /** The outcome of a bounded read: the bytes, or `tooLarge` (reading stopped at the bound). */
@@ -37,12 +36,29 @@ function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
 }
 
 /**
+ * The part of a node:http `IncomingMessage` that {@link readNodeBody} uses.
+ * Structural, so that this runtime-neutral entry's declarations need no Node
+ * types; an `IncomingMessage` (or Express's request) is one.
+ */
+export interface NodeBodySource {
+  readonly headers: HeaderRecord;
+  readonly readableEnded: boolean;
+  on(event: 'data', listener: (chunk: Uint8Array | string) => void): unknown;
+  on(event: 'end' | 'error' | 'close', listener: () => void): unknown;
+  off(event: 'data', listener: (chunk: Uint8Array | string) => void): unknown;
+  off(event: 'end' | 'error' | 'close', listener: () => void): unknown;
+  pause(): unknown;
+}
+
+const encoder = new TextEncoder();
+
+/**
  * Reads a node:http request body up to `max` bytes. Over the bound it stops
  * reading (the rest is never buffered) and answers `tooLarge`; the caller then
  * sends 413 with `Connection: close`. A body cut short by the client resolves
  * with what arrived.
  */
-export function readNodeBody(req: IncomingMessage, max: number): Promise<BodyRead> {
+export function readNodeBody(req: NodeBodySource, max: number): Promise<BodyRead> {
   const declared = declaredLength(req.headers);
   if (declared !== undefined && declared > max) return Promise.resolve({ tooLarge: true });
   if (req.readableEnded) return Promise.resolve({ tooLarge: false, bytes: EMPTY });
@@ -55,8 +71,8 @@ export function readNodeBody(req: IncomingMessage, max: number): Promise<BodyRea
       req.off('error', onEnd);
       req.off('close', onEnd);
     };
-    const onData = (chunk: Buffer | string): void => {
-      const c = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const onData = (chunk: Uint8Array | string): void => {
+      const c = typeof chunk === 'string' ? encoder.encode(chunk) : chunk;
       size += c.length;
       if (size > max) {
         cleanup();

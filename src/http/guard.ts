@@ -13,6 +13,9 @@ import { resolveResponseOptions, type ResolvedResponseOptions } from './response
 import { sleep } from './sleep.js';
 import { traits, type Traits } from './traits.js';
 
+/** Default `errorRetryAfter`: the `Retry-After` of the 503 an adapter sends when something unexpected fails, ms. */
+export const DEFAULT_ERROR_RETRY_AFTER_MS = 1000;
+
 export { UNKNOWN_IP } from './context.js';
 export type { GuardOptions, GuardResult, OptionsArgument, RequestFacts } from './guard-options.js';
 export { holdsLeases, usesBody, usesHeaders, usesQuery } from './traits.js';
@@ -144,7 +147,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     if (!Number.isSafeInteger(max) || max < 0) throw new ConfigError('RC_INVALID_OPTION', 'maxBodyBytes', `must be a non-negative integer, got ${String(max)}`);
     this.maxBodyBytes = max;
     if (options.readBody !== undefined && typeof options.readBody !== 'boolean') throw new ConfigError('RC_INVALID_OPTION', 'readBody', 'must be a boolean');
-    this.#errorRetryAfterMs = options.errorRetryAfter === undefined ? 1000 : parseDuration(options.errorRetryAfter, 'errorRetryAfter');
+    this.#errorRetryAfterMs = options.errorRetryAfter === undefined ? DEFAULT_ERROR_RETRY_AFTER_MS : parseDuration(options.errorRetryAfter, 'errorRetryAfter');
     this.#delay = options.delay ?? sleep;
     const shedder = options.shedder;
     if (shedder !== undefined && (shedder === null || typeof shedder !== 'object' || typeof shedder.admit !== 'function')) {

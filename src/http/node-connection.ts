@@ -1,3 +1,8 @@
+/// <reference types="node" preserve="true" />
+// The declarations of this file name node:http's and node:net's types: the
+// directive (kept in the emitted .d.ts) loads @types/node for a consumer
+// whose tsconfig loads no @types by itself (`types: []`, the `tsc --init`
+// default of TypeScript 5.9 and 7). @types/node is an optional peer.
 /** Helpers for node sockets and responses, shared by the node:http, Express and Fastify adapters. */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';

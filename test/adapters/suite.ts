@@ -100,6 +100,16 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
       expect(chunked.status).toBe(413);
     });
 
+    it('costFromContentLength: a GET with neither Content-Length nor Transfer-Encoding has no body and costs 1, not a 413', async () => {
+      const upload: LimitDefinition = { name: 'upload', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1m', costFromContentLength: true };
+      const f = await start([upload], { advertise: 'always' });
+      const get = await raw(f.app.url, '/hello?query=x');
+      expect(get.status).toBe(200);
+      expect(get.headers['ratelimit']).toMatch(/^"upload";r=99;/);
+      const chunked = await raw(f.app.url, '/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '"abc"', chunked: true });
+      expect(chunked.status).toBe(413);
+    });
+
     it('plans: each tenant is limited and advertised at its plan\'s figures; an unknown plan is its fail mode, never 500', async () => {
       const tenant: LimitDefinition = {
         name: 'tenant', purpose: 'shedding', algorithm: 'fixed-window', limit: 2, window: '1m', key: 'header.x-tenant', plan: 'header.x-plan',

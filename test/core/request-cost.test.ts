@@ -59,14 +59,29 @@ describe('cost from the request', () => {
     expect(calls).toBe(1);
   });
 
-  it('costFromContentLength prices by the declared bytes; without a valid Content-Length it is a cost error', async () => {
+  it('costFromContentLength prices by the declared bytes; a body of unknown or invalid length is a cost error', async () => {
     const limiter = createLimiter({ limits: [{ name: 'upload', purpose: 'shedding', limit: 1000, window: '1m', costFromContentLength: true }] });
     expect((await limiter.check({ ip: 'a', headers: { 'content-length': '600' } })).results[0]?.remaining).toBe(400);
     expect((await limiter.check({ ip: 'a', headers: { 'content-length': '600' } })).allowed).toBe(false);
     expect((await limiter.check({ ip: 'b', headers: { 'content-length': '0' } })).results[0]?.remaining).toBe(999);
-    expect(await limiter.check({ ip: 'c', headers: {} })).toMatchObject({ allowed: false, retryAfterMs: Infinity });
+    // A chunked body: its length is unknown when the limiter decides.
+    expect(await limiter.check({ ip: 'c', headers: { 'transfer-encoding': 'chunked' } })).toMatchObject({ allowed: false, retryAfterMs: Infinity });
+    // Transfer-Encoding overrides Content-Length (RFC 9112 section 6.3): still unknown.
+    expect(await limiter.check({ ip: 'c', headers: { 'transfer-encoding': 'chunked', 'content-length': '5' } })).toMatchObject({ allowed: false, retryAfterMs: Infinity });
     expect(await limiter.check({ ip: 'c', headers: { 'content-length': '-1' } })).toMatchObject({ allowed: false, retryAfterMs: Infinity });
-    expect(errors).toHaveLength(2);
+    expect(await limiter.check({ ip: 'c', headers: { 'content-length': ['5', '6'] } })).toMatchObject({ allowed: false, retryAfterMs: Infinity });
+    // No headers at all: nothing says whether there is a body.
+    expect(await limiter.check({ ip: 'c' })).toMatchObject({ allowed: false, retryAfterMs: Infinity });
+    expect(errors).toHaveLength(5);
+  });
+
+  it('costFromContentLength: a request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 section 6.3) and costs what an empty one does', async () => {
+    const limiter = createLimiter({ limits: [{ name: 'upload', purpose: 'shedding', limit: 1000, window: '1m', costFromContentLength: true }] });
+    const get = await limiter.check({ ip: 'a', method: 'GET', headers: { host: 'example.test' } });
+    expect(get).toMatchObject({ allowed: true });
+    expect(get.results[0]?.remaining).toBe(999);
+    expect((await limiter.check({ ip: 'a', headers: { 'content-length': ['7', '7'] } })).results[0]?.remaining).toBe(992);
+    expect(errors).toHaveLength(0);
   });
 
   it('refuses costFromContentLength beside cost, and a non-boolean', () => {

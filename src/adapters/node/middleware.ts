@@ -1,3 +1,8 @@
+/// <reference types="node" preserve="true" />
+// The declarations of this file name node:http's and node:net's types: the
+// directive (kept in the emitted .d.ts) loads @types/node for a consumer
+// whose tsconfig loads no @types by itself (`types: []`, the `tsc --init`
+// default of TypeScript 5.9 and 7). @types/node is an optional peer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Limiter } from '../../core/limiter.js';
 import type { Decision } from '../../core/types.js';

@@ -24,6 +24,9 @@ export interface MemoryStoreOptions {
   readonly sweepPerInsert?: number;
 }
 
+/** `memoryStore()`'s defaults, one per option (docs/stores.md and docs/config.md hold their tables to these). */
+export const MEMORY_STORE_DEFAULTS = Object.freeze({ maxKeys: 1_000_000, overflowSlots: 65_536, sweepPerInsert: 2 });
+
 const OVERFLOW_PREFIX = '\u0000overflow:';
 /** Entries examined per table when a full store looks for expired state before overflowing a new key (the cursor persists, so every entry is reached in turn). */
 const FULL_SWEEP = 16;
@@ -104,9 +107,9 @@ export class MemoryStore implements SyncStore {
   constructor(options: MemoryStoreOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'memoryStore', 'options must be an object');
     refuseUnknown(options, ['maxKeys', 'overflowSlots', 'sweepPerInsert'], 'memoryStore');
-    this.maxKeys = positiveInt(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys');
-    this.overflowSlots = positiveInt(options.overflowSlots ?? 65_536, 'memoryStore.overflowSlots');
-    this.#sweepPerInsert = positiveInt(options.sweepPerInsert ?? 2, 'memoryStore.sweepPerInsert');
+    this.maxKeys = positiveInt(options.maxKeys ?? MEMORY_STORE_DEFAULTS.maxKeys, 'memoryStore.maxKeys');
+    this.overflowSlots = positiveInt(options.overflowSlots ?? MEMORY_STORE_DEFAULTS.overflowSlots, 'memoryStore.overflowSlots');
+    this.#sweepPerInsert = positiveInt(options.sweepPerInsert ?? MEMORY_STORE_DEFAULTS.sweepPerInsert, 'memoryStore.sweepPerInsert');
   }
 
   /**

@@ -21,6 +21,13 @@ interface Queued extends ChainCall {
   readonly reject: (error: unknown) => void;
 }
 
+/**
+ * `redisStore()`'s defaults (docs/redis.md and docs/config.md hold their
+ * tables to these): `maxChecks` per batched script call is 16 with ioredis,
+ * 64 with node-redis.
+ */
+export const REDIS_STORE_DEFAULTS = Object.freeze({ prefix: 'rc:', timeMode: 'server', ttlGraceMs: 0, maxChecks: 16, maxChecksNodeRedis: 64 } as const);
+
 const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript, peekScript, clearScript];
 
 function strip(r: ChainOpReply, decidedAt: number): StoreOpResult {
@@ -62,15 +69,15 @@ export class RedisStore implements Store {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'redisStore', 'needs an options object with a client');
     refuseUnknown(options, REDIS_STORE_OPTIONS, 'redisStore');
     this.#runner = adaptClient(options.client, options.cluster);
-    const prefix = options.prefix ?? 'rc:';
+    const prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
     if (typeof prefix !== 'string') throw new ConfigError('RC_INVALID_OPTION', 'redisStore.prefix', `must be a string, got ${typeof prefix}`);
     this.prefix = prefix;
-    const timeMode = options.timeMode ?? 'server';
+    const timeMode = options.timeMode ?? REDIS_STORE_DEFAULTS.timeMode;
     if (timeMode !== 'server' && timeMode !== 'client') {
       throw new ConfigError('RC_INVALID_OPTION', 'redisStore.timeMode', `must be 'server' or 'client', got ${JSON.stringify(timeMode)}`);
     }
     this.timeMode = timeMode;
-    const grace = options.ttlGraceMs ?? 0;
+    const grace = options.ttlGraceMs ?? REDIS_STORE_DEFAULTS.ttlGraceMs;
     if (!Number.isSafeInteger(grace) || grace < 0) throw new ConfigError('RC_INVALID_OPTION', 'redisStore.ttlGraceMs', `must be a non-negative integer, got ${String(grace)}`);
     if (timeMode === 'server' && (grace > 0 || options.clock !== undefined)) {
       throw new ConfigError('RC_INVALID_OPTION', grace > 0 ? 'redisStore.ttlGraceMs' : 'redisStore.clock', `applies to timeMode 'client' only`);
@@ -89,7 +96,7 @@ export class RedisStore implements Store {
     }
     this.startupWaitMs = startupWaitMs;
     this.breaker = options.breaker;
-    this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? 64 : 16);
+    this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? REDIS_STORE_DEFAULTS.maxChecksNodeRedis : REDIS_STORE_DEFAULTS.maxChecks);
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
