@@ -10,10 +10,15 @@ function layer(files, above) {
         'no-restricted-imports': [
           'error',
           {
-            patterns: above.map((dir) => ({
-              group: [`**/${dir}/**`, `../${dir}/*`, `../../${dir}/*`],
-              message: `layers run algorithms <- core <- stores <- http <- adapters <- cli: this layer may not import from src/${dir}/ (see docs/api.md, Layers).`,
-            })),
+            patterns: [
+              ...above.map((dir) => ({
+                group: [`**/${dir}/**`, `../${dir}/*`, `../../${dir}/*`],
+                message: `layers run algorithms <- core <- stores <- http <- adapters <- cli: this layer may not import from src/${dir}/ (see docs/api.md, Layers).`,
+              })),
+              ...(files.startsWith('packages/ratecontract/')
+                ? [{ group: ['@ratecontract/cli', '@ratecontract/cli/*', '**/packages/cli/**', '**/cli/src/**'], message: 'the library (packages/ratecontract) never imports the servers and tools (packages/cli).' }]
+                : []),
+            ],
           },
         ],
       },
@@ -22,8 +27,8 @@ function layer(files, above) {
 }
 
 export default tseslint.config(
-  // test/types/consumer is compiled against the packed tarball by test/types/packed.test.ts, not by this project.
-  { ignores: ['dist/**', 'bench/**', 'node_modules/**', 'coverage/**', 'examples/**', 'test/types/consumer/**'] },
+  // test/integration/types/consumer is compiled against the packed tarball by test/integration/types/packed.test.ts, not by this project.
+  { ignores: ['**/dist/**', 'bench/**', 'node_modules/**', 'coverage/**', 'examples/**', 'test/integration/types/consumer/**'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -38,29 +43,31 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/**/*.ts'],
+    files: ['packages/*/src/**/*.ts'],
     rules: {
       'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Named exports only.' }],
     },
   },
   // Layers: algorithms <- core <- stores <- http <- adapters, with cli on top. The composition root
   // (src/index.ts, src/limiter.ts) wires core to the memory store. An import against the direction fails lint.
-  ...layer('src/algorithms/**/*.ts', ['core', 'stores', 'http', 'adapters', 'cli', 'testing']),
-  ...layer('src/core/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing']),
-  ...layer('src/stores/**/*.ts', ['http', 'adapters', 'cli', 'testing']),
-  ...layer('src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
-  ...layer('src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
+  // Every library file (the layers below refine it): never the servers and tools.
+  ...layer('packages/ratecontract/src/**/*.ts', []),
+  ...layer('packages/ratecontract/src/algorithms/**/*.ts', ['core', 'stores', 'http', 'adapters', 'cli', 'testing']),
+  ...layer('packages/ratecontract/src/core/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing']),
+  ...layer('packages/ratecontract/src/stores/**/*.ts', ['http', 'adapters', 'cli', 'testing']),
+  ...layer('packages/ratecontract/src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
+  ...layer('packages/ratecontract/src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
   // The polite client sits on core only (it shares runtime-neutral helpers, never the server side's http layer).
-  ...layer('src/client/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls', 'metrics']),
+  ...layer('packages/ratecontract/src/client/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls', 'metrics']),
   // The metrics bindings read core events and limiters only: library users get them without the service or the config file.
-  ...layer('src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls']),
+  ...layer('packages/ratecontract/src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls']),
   // The Envoy rate limit service sits beside src/service: it builds on core, stores, http, metrics and config, and only the cli imports it.
-  ...layer('src/rls/**/*.ts', ['adapters', 'cli', 'testing', 'service']),
-  ...layer('src/service/**/*.ts', ['rls']),
+  ...layer('packages/cli/src/rls/**/*.ts', ['adapters', 'cli', 'testing', 'serve']),
+  ...layer('packages/cli/src/serve/**/*.ts', ['rls']),
   {
     // Unit tests run without Redis: only test/redis, test/faults, test/load and test/service (spawned services) may start redis-server or talk to it.
     files: ['test/**/*.ts'],
-    ignores: ['test/redis/**', 'test/faults/**', 'test/load/**', 'test/service/**', 'test/rls/**'],
+    ignores: ['test/integration/**', 'test/faults/**', 'test/load/**', 'test/browser/**'],
     rules: {
       'no-restricted-imports': [
         'error',

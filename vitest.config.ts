@@ -1,6 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+/** Tests import the packages' sources: `ratecontract` resolves to packages/ratecontract/src through this condition of its exports map. */
+const conditions = ['@ratecontract/source'];
+
 export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: ['test/**/*.test.ts'],
     // The load tests measure scheduling: they run in their own pass (vitest.load.config.ts), never beside other files.

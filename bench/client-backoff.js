@@ -24,7 +24,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { backoffWait } from '../dist/client/index.js';
+import { backoffWait } from '../packages/ratecontract/dist/client/index.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 const CLIENTS = Array.from({ length: 20 }, (_, i) => (i + 1) * 10); // 10 .. 200

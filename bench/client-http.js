@@ -26,9 +26,9 @@
 import { createServer } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createLimiter, memoryStore } from '../dist/index.js';
-import { createGuard } from '../dist/adapters/node/index.js';
-import { backoffWait, createFetch } from '../dist/client/index.js';
+import { createLimiter, memoryStore } from '../packages/ratecontract/dist/index.js';
+import { createGuard } from '../packages/ratecontract/dist/adapters/node/index.js';
+import { backoffWait, createFetch } from '../packages/ratecontract/dist/client/index.js';
 
 const CALLERS = 20;
 const EACH = 10;

@@ -26,7 +26,7 @@ import { MemoryStore as ErlMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 
 // RATECONTRACT_DIST=/abs/path/to/dist/index.js compares a candidate build (profiling only).
-const { createLimiter, memoryStore } = await import(process.env.RATECONTRACT_DIST ?? '../dist/index.js');
+const { createLimiter, memoryStore } = await import(process.env.RATECONTRACT_DIST ?? '../packages/ratecontract/dist/index.js');
 
 const require = createRequire(import.meta.url);
 const { RateLimiterMemory } = require('rate-limiter-flexible');

@@ -13,7 +13,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const envDir = process.env.RATECONTRACT_DIST_DIR;
 
 /** URL of the dist directory in use (with a trailing slash). */
-export const distDir = envDir ? pathToFileURL(envDir.endsWith('/') ? envDir : `${envDir}/`) : new URL('../dist/', import.meta.url);
+export const distDir = envDir ? pathToFileURL(envDir.endsWith('/') ? envDir : `${envDir}/`) : new URL('../packages/ratecontract/dist/', import.meta.url);
 
 /** Imports a module of the build, e.g. fromDist('stores/redis/index.js'). */
 export const fromDist = (rel) => import(new URL(rel, distDir).href);
@@ -22,7 +22,7 @@ export const fromDist = (rel) => import(new URL(rel, distDir).href);
 export function revision() {
   try {
     const git = (...args) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8' }).trim();
-    const dirty = git('status', '--porcelain', '--', 'src').length > 0;
+    const dirty = git('status', '--porcelain', '--', 'packages/ratecontract/src').length > 0;
     return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' + uncommitted changes in src/' : ''}`;
   } catch {
     return 'unknown';
@@ -30,7 +30,7 @@ export function revision() {
 }
 
 /**
- * Compiles ../src with ../tsconfig.build.json into a fresh directory under
+ * Compiles the library (../packages/ratecontract/src) into a fresh directory under
  * bench/results/tmp/ (inside the repository, so the build resolves
  * ratecontract's own dependencies from ../node_modules) and sets
  * RATECONTRACT_DIST_DIR for this process and its children. Returns
@@ -42,7 +42,7 @@ export function privateBuild(log = () => {}) {
   const dir = mkdtempSync(join(tmpRoot, 'dist-'));
   const before = revision();
   log(`compiling src/ (${before}) into ${dir}`);
-  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dir], { stdio: 'inherit', timeout: 180_000 });
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'packages/ratecontract/tsconfig.json'), '--outDir', dir, '--composite', 'false', '--incremental', 'false'], { stdio: 'inherit', timeout: 180_000 });
   const after = revision();
   process.env.RATECONTRACT_DIST_DIR = dir;
   return {

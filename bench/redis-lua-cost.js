@@ -23,7 +23,7 @@ import { Redis } from 'ioredis';
 import { startRedis } from './redis-server.js';
 import { chainArgv } from './redis-ceiling.js';
 
-const luaDir = fileURLToPath(new URL('../src/stores/redis/lua/', import.meta.url));
+const luaDir = fileURLToPath(new URL('../packages/ratecontract/src/stores/redis/lua/', import.meta.url));
 
 function expand(file, only) {
   return readFileSync(file, 'utf8')

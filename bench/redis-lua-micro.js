@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { startRedis } from './redis-server.js';
 
-const dir = new URL('../src/stores/redis/lua/includes/', import.meta.url);
+const dir = new URL('../packages/ratecontract/src/stores/redis/lua/includes/', import.meta.url);
 const prelude = readFileSync(new URL('common.lua', dir), 'utf8') + readFileSync(new URL('gcra.lua', dir), 'utf8');
 const N = 200_000;
 const body = `

@@ -23,7 +23,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const dist = join(here, '..', 'dist');
+const dist = join(here, '..', 'packages', 'cli', 'dist');
 const bin = join(dist, 'cli', 'main.js');
 
 function option(name, fallback) {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-const PROTO = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
+const PROTO = join(dirname(fileURLToPath(import.meta.url)), '..', 'packages', 'cli', 'proto');
 const def = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto'], { keepCase: true, longs: Number, enums: String, defaults: false, arrays: true, oneofs: true, includeDirs: [PROTO] });
 const pkg = grpc.loadPackageDefinition(def);
 const server = new grpc.Server();

@@ -103,7 +103,7 @@ const rlsPort = (line) => {
 
 async function startServer(kind, configDir, redisUrl) {
   if (kind === 'bare') return spawnUntil('taskset', ['-c', '0', process.execPath, join(HERE, 'rls-bare.js')], (line) => (/^port (\d+)$/.exec(line)?.[1] ? { port: Number(/^port (\d+)$/.exec(line)[1]) } : undefined));
-  const args = ['-c', '0', process.execPath, join(ROOT, 'dist', 'cli', 'main.js'), 'rls', '--config', configDir, '--grpc-port', '0', '--http-port', '0', '--no-watch', '--admin-port', '0', '--log-level', 'info'];
+  const args = ['-c', '0', process.execPath, join(ROOT, 'packages', 'cli', 'dist', 'cli', 'main.js'), 'rls', '--config', configDir, '--grpc-port', '0', '--http-port', '0', '--no-watch', '--admin-port', '0', '--log-level', 'info'];
   if (kind === 'redis') args.push('--redis', redisUrl);
   return spawnUntil('taskset', args, rlsPort);
 }

@@ -105,7 +105,7 @@ writeFileSync(join(dir, 'contract.yaml'), contract);
 // The same proxy with the route explicitly unlimited: what serve's proxying costs without the limiter.
 writeFileSync(join(dir, 'unlimited.yaml'), contract.replace('limits: [per-ip]', 'limits: []'));
 
-async function serveProxy(extra, dist = join(ROOT, 'dist'), config = 'contract.yaml') {
+async function serveProxy(extra, dist = join(ROOT, 'packages', 'cli', 'dist'), config = 'contract.yaml') {
   const { p, m } = await start(process.execPath, [join(dist, 'cli', 'main.js'), 'serve', '--config', join(dir, config), '--upstream', upstream, '--port', '0', '--admin-port', '0', ...extra], (o) => /listening (http:\/\/\S+)/.exec(o));
   return { url: m[1], pid: p.pid };
 }

@@ -8,7 +8,7 @@
  * Deterministic: every scenario uses a seeded PRNG (mulberry32).
  */
 import { pathToFileURL } from 'node:url';
-import { slidingLog, slidingWindow, type Algorithm, type AlgorithmParams } from '../src/index.js';
+import { slidingLog, slidingWindow, type Algorithm, type AlgorithmParams } from '../packages/ratecontract/src/index.js';
 
 /** Arrival pattern: plain Poisson, or on/off bursts with the same mean rate. */
 export type Shape = 'poisson' | 'bursty';

@@ -10,9 +10,9 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CHANNELS, createLimiter, ManualClock, type Limiter, type LimitDefinition } from '../../src/index.js';
-import { redisStore } from '../../src/stores/redis/index.js';
-import { redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { CHANNELS, createLimiter, ManualClock, type Limiter, type LimitDefinition } from '../../packages/ratecontract/src/index.js';
+import { redisStore } from '../../packages/ratecontract/src/stores/redis/index.js';
+import { redisCli, startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
 import { eventually, failFastClient, load, serverPid, timedLoad } from './helpers.js';
 
 const DEADLINE_MS = 100;

@@ -26,9 +26,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLimiter, type Decision, type Limiter } from '../../src/index.js';
-import { keySlot, redisStore, type RedisStore } from '../../src/stores/redis/index.js';
-import { redisCli, startCluster, startSentinels, type RedisClusterServers, type SentinelServers } from '../redis/helpers/redis-server.js';
+import { createLimiter, type Decision, type Limiter } from '../../packages/ratecontract/src/index.js';
+import { keySlot, redisStore, type RedisStore } from '../../packages/ratecontract/src/stores/redis/index.js';
+import { redisCli, startCluster, startSentinels, type RedisClusterServers, type SentinelServers } from '../integration/redis/helpers/redis-server.js';
 import { serverPid } from './helpers.js';
 
 const DEADLINE_MS = 50;

@@ -1,8 +1,8 @@
 /** Helpers for fault tests: clients configured to fail fast, server pause, bounded load with latency. */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { redisCli, type RedisServer } from '../redis/helpers/redis-server.js';
-import type { Decision, Limiter, RequestContext } from '../../src/index.js';
+import { redisCli, type RedisServer } from '../integration/redis/helpers/redis-server.js';
+import type { Decision, Limiter, RequestContext } from '../../packages/ratecontract/src/index.js';
 
 /**
  * An ioredis client set up the way docs/fail-modes.md recommends for a

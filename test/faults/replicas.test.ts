@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
 import { serverPid } from './helpers.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/replica-worker.ts', import.meta.url));

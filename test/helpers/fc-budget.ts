@@ -10,7 +10,7 @@ import {
   type Algorithm,
   type AlgorithmParams,
   type AlgorithmResult,
-} from '../../src/index.js';
+} from '../../packages/ratecontract/src/index.js';
 
 /** Every algorithm, leaky-bucket in both modes: `[label, algorithm, queue]`. */
 export const ALGORITHM_CASES: ReadonlyArray<readonly [string, Algorithm<unknown>, boolean]> = [

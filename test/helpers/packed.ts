@@ -11,20 +11,26 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { LIB_DIR, ROOT } from './paths.js';
+
+export { ROOT };
 /** The repository's own compiler (TypeScript 5.9, pinned in package.json). */
 export const TSC_5 = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 /** The TypeScript 7 release the published types are held to. */
 export const TYPESCRIPT_7 = '7.0.2';
 
-/** Packs this checkout and unpacks it into `<dir>/node_modules/ratecontract`; returns the tarball's path. */
-export function packInto(dir: string): string {
-  if (!existsSync(join(ROOT, 'dist', 'index.d.ts'))) throw new Error('dist/ is missing: run `npm run build` first');
-  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 120_000 });
-  const tarball = join(dir, (JSON.parse(out) as Array<{ filename: string }>)[0]?.filename ?? '');
-  const pkg = join(dir, 'node_modules', 'ratecontract');
+/**
+ * Packs one of this repository's packages (default the library,
+ * packages/ratecontract) and unpacks it into `<dir>/node_modules/<its
+ * name>`; returns the tarball's path.
+ */
+export function packInto(dir: string, packageDir: string = LIB_DIR): string {
+  if (!existsSync(join(packageDir, 'dist'))) throw new Error(`${packageDir}/dist is missing: run \`npm run build\` first`);
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: packageDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 120_000 });
+  const packed = (JSON.parse(out) as Array<{ filename: string; name: string }>)[0];
+  const tarball = join(dir, packed?.filename ?? '');
+  const pkg = join(dir, 'node_modules', packed?.name ?? 'ratecontract');
   mkdirSync(pkg, { recursive: true });
   execFileSync('tar', ['-xzf', tarball, '-C', pkg, '--strip-components=1']);
   return tarball;

@@ -24,11 +24,11 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { availableParallelism } from 'node:os';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter, type LimitDefinition, type Limiter } from '../../src/index.js';
-import { bytesPerKey } from '../../src/config/audit.js';
-import { compileLimit } from '../../src/core/compile.js';
-import { redisStore } from '../../src/stores/redis/index.js';
-import { redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { createLimiter, type LimitDefinition, type Limiter } from '../../packages/ratecontract/src/index.js';
+import { bytesPerKey } from '../../packages/cli/src/contract/audit.js';
+import { compileLimit } from '../../packages/ratecontract/src/core/compile.js';
+import { redisStore } from '../../packages/ratecontract/src/stores/redis/index.js';
+import { redisCli, startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
 
 const FLOOD_KEYS = Number(process.env.RC_FLOOD_KEYS ?? 5_000_000);
 /** Time budget of the bounded flood: it stops at FLOOD_KEYS or after this long, whichever is first. */

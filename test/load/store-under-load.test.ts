@@ -14,7 +14,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { freePort, redisCli, startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
 import { serverPid } from '../faults/helpers.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/load-worker.ts', import.meta.url));

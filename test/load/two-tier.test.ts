@@ -19,10 +19,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { algorithms } from '../../src/algorithms/registry.js';
-import type { TierDefinition } from '../../src/index.js';
+import { algorithms } from '../../packages/ratecontract/src/algorithms/registry.js';
+import type { TierDefinition } from '../../packages/ratecontract/src/index.js';
 import type { LimitSpec, Spec } from './fixtures/tier-spec.js';
-import { redisCli, startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { redisCli, startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/tier-worker.ts', import.meta.url));
 const PINNED = availableParallelism() >= 2;

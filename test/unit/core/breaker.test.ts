@@ -1,0 +1,230 @@
+/**
+ * The store guard under overload: a failure-rate breaker, probes that close
+ * it only when the store keeps up, a bound on calls in flight, a readiness
+ * gate before the first deadline, and fallbacks that never starve the event
+ * loop. The store here is a real memory store behind a switch; time is a
+ * manual clock except where a real timer is the behaviour.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CHANNELS, createLimiter, ManualClock, memoryStore, type BreakerOptions, type Store, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
+
+const T0 = 1_700_000_000_000;
+const LIMITS = [{ name: 'shed', purpose: 'shedding' as const, algorithm: 'gcra' as const, limit: 1_000_000, window: '1h' as const, key: 'principal' as const }];
+
+/** A memory store that can be told to hang or fail, one call at a time or from now on. */
+class Switch implements Store {
+  readonly kind = 'switch';
+  readonly inner = memoryStore();
+  mode: 'ok' | 'hang' | 'fail' = 'ok';
+  /** Answers, in order, for the next calls; `mode` applies when it is empty. */
+  script: Array<'ok' | 'fail'> = [];
+  calls = 0;
+  readonly hung: Array<() => void> = [];
+  ready?: () => Promise<void>;
+  constructor(
+    readonly deadlineMs = 20,
+    readonly breaker: BreakerOptions = {},
+    readonly maxInFlight?: number,
+    readonly startupWaitMs?: number,
+  ) {}
+  evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+    this.calls++;
+    const mode = this.script.shift() ?? this.mode;
+    if (mode === 'hang') return new Promise((resolve) => this.hung.push(() => resolve(this.inner.evaluate(ops, now))));
+    if (mode === 'fail') return Promise.reject(new Error('LOADING Redis is loading the dataset in memory'));
+    return this.inner.evaluate(ops, now);
+  }
+  refund(ops: readonly StoreOp[], now: number): Promise<void> {
+    return this.inner.refund(ops, now);
+  }
+  release(op: StoreOp, now: number): Promise<void> {
+    return this.inner.release(op, now);
+  }
+}
+
+const subscriptions: Array<[string, (m: unknown) => void]> = [];
+function listen<T>(name: string): T[] {
+  const seen: T[] = [];
+  const fn = (m: unknown): void => void seen.push(m as T);
+  subscribe(name, fn);
+  subscriptions.push([name, fn]);
+  return seen;
+}
+afterEach(() => {
+  for (const [name, fn] of subscriptions.splice(0)) unsubscribe(name, fn);
+});
+
+describe('the breaker opens on a failure rate, not only on consecutive failures', () => {
+  it('alternating failures and successes (a drowning store whose late successes reset any run) open it', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch(20, { minimumCalls: 20, failureRate: 0.5, windowMs: 1000 });
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const transitions = listen<{ to: string; failureRate: number }>(CHANNELS.breaker);
+    // Two failures, one success, over and over: never 3 in a row, but a 67% failure rate.
+    for (let i = 0; i < 30 && limiter.breakerStates()['(default)'] === 'closed'; i++) {
+      store.script = ['fail', 'fail', 'ok'];
+      for (let j = 0; j < 3; j++) await limiter.check({ principal: `k${j}` });
+      clock.advance(10);
+    }
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+    expect(transitions[0]?.to).toBe('open');
+    expect(transitions[0]?.failureRate).toBeGreaterThanOrEqual(0.5);
+    const health = limiter.storeHealth()['(default)'];
+    expect(health?.state).toBe('open');
+    expect(health?.failureRate).toBeGreaterThanOrEqual(0.5);
+  });
+
+  it('under heavy traffic a few failures in a healthy stream do not open it', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch();
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const errors = listen(CHANNELS.storeError);
+    for (let i = 0; i < 400; i++) {
+      // 5 failures in a row once the window is full of successes: 5 / 400 is far below the rate.
+      if (i === 300) store.script = ['fail', 'fail', 'fail', 'fail', 'fail'];
+      await limiter.check({ principal: `k${i}` });
+      clock.advance(1);
+    }
+    // The five failures did reach the limiter (more than failureThreshold in a row), and every check called the store.
+    expect([errors.length, store.calls]).toEqual([5, 400]);
+    expect(limiter.breakerStates()['(default)']).toBe('closed');
+  });
+
+  it('under light traffic, consecutive failures open it', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch(20, { failureThreshold: 3 });
+    store.mode = 'fail';
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    for (let i = 0; i < 3; i++) {
+      await limiter.check({ principal: 'a' });
+      clock.advance(2000);
+    }
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+  });
+
+  it('a failed probe doubles the cool-down, up to maxCooldownMs; closing resets it', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch(20, { cooldownMs: 100, maxCooldownMs: 300, probeSuccesses: 1 });
+    store.mode = 'fail';
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+    const probeAfter = async (ms: number): Promise<number> => {
+      const before = store.calls;
+      clock.advance(ms - 1);
+      await limiter.check({ principal: 'a' });
+      expect(store.calls).toBe(before);
+      clock.advance(1);
+      await limiter.check({ principal: 'a' });
+      return store.calls - before;
+    };
+    expect(await probeAfter(100)).toBe(1); // fails: next cool-down 200
+    expect(await probeAfter(200)).toBe(1); // fails: 400, capped at 300
+    expect(await probeAfter(300)).toBe(1);
+    store.mode = 'ok';
+    expect(await probeAfter(300)).toBe(1);
+    expect(limiter.breakerStates()['(default)']).toBe('closed');
+    store.mode = 'fail';
+    for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
+    expect(await probeAfter(100)).toBe(1); // back to the base cool-down
+  });
+
+  it('half-open lets one probe through at a time and closes only after probeSuccesses good ones', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch(50, { cooldownMs: 100 });
+    store.mode = 'fail';
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
+    clock.advance(100);
+    store.mode = 'hang';
+    const before = store.calls;
+    const probe = limiter.check({ principal: 'a' });
+    // While the probe is out, every other check is decided locally without calling the store.
+    const others = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.check({ principal: `o${i}` })));
+    expect(store.calls).toBe(before + 1);
+    expect(others.every((d) => d.outcome === 'degraded')).toBe(true);
+    store.hung.splice(0).forEach((answer) => answer());
+    expect((await probe).outcome).toBe('allowed');
+    expect(limiter.breakerStates()['(default)']).toBe('half-open');
+    store.mode = 'ok';
+    await limiter.check({ principal: 'a' });
+    await limiter.check({ principal: 'a' });
+    expect(limiter.breakerStates()['(default)']).toBe('closed');
+  });
+
+  it('refuses unknown and invalid breaker options, naming them', () => {
+    const make = (breaker: BreakerOptions): unknown => createLimiter({ store: new Switch(20, breaker), limits: LIMITS });
+    expect(() => make({ failureRat: 0.5 } as unknown as BreakerOptions)).toThrow(/stores\.\(default\)\.breaker\.failureRat: unknown option/);
+    expect(() => make({ failureRate: 1.5 })).toThrow(/breaker\.failureRate: must be in \(0, 1\]/);
+    expect(() => make({ probeSuccesses: 0 })).toThrow(/breaker\.probeSuccesses: must be a positive integer/);
+  });
+});
+
+describe('calls in flight are bounded per store', () => {
+  it('a check beyond maxInFlight is decided by its fail mode at once, without calling the store', async () => {
+    const store = new Switch(5_000, {}, 4);
+    store.mode = 'hang';
+    const limiter = createLimiter({ clock: new ManualClock(T0), store, limits: LIMITS });
+    const errors = listen<{ reason: string; store: string }>(CHANNELS.storeError);
+    const waiting = Array.from({ length: 4 }, (_, i) => limiter.check({ principal: `w${i}` }));
+    expect(limiter.storeHealth()['(default)']?.inFlight).toBe(4);
+    const shed = await limiter.check({ principal: 'x' });
+    expect(shed.outcome).toBe('degraded');
+    expect(store.calls).toBe(4);
+    expect(errors.map((e) => e.reason)).toEqual(['busy']);
+    store.hung.splice(0).forEach((answer) => answer());
+    expect((await Promise.all(waiting)).map((d) => d.outcome)).toEqual(['allowed', 'allowed', 'allowed', 'allowed']);
+    expect(limiter.storeHealth()['(default)']?.inFlight).toBe(0);
+    // Being full is our own protection, not a store failure: the breaker stays closed.
+    expect(limiter.breakerStates()['(default)']).toBe('closed');
+  });
+});
+
+describe('fallback decisions never starve the event loop', () => {
+  it('a closed loop of checks on a store with an open breaker still lets timers and I/O run', async () => {
+    const store = new Switch();
+    store.mode = 'fail';
+    const limiter = createLimiter({ store, limits: LIMITS });
+    let fired = false;
+    setTimeout(() => (fired = true), 0);
+    let checks = 0;
+    while (!fired && checks < 100_000) {
+      await limiter.check({ principal: 'a' });
+      checks++;
+    }
+    expect(fired).toBe(true);
+    expect(checks).toBeLessThan(100_000);
+  });
+});
+
+describe('a store becomes ready before its first deadline starts', () => {
+  it('checks made before ready() resolves wait for it and are decided by the store, not timed out', async () => {
+    const store = new Switch(20);
+    let ready!: () => void;
+    store.ready = () => new Promise<void>((resolve) => (ready = resolve));
+    const timeouts = listen(CHANNELS.timeout);
+    const limiter = createLimiter({ store, limits: LIMITS });
+    const early = Array.from({ length: 10 }, (_, i) => limiter.check({ principal: `e${i}` }));
+    expect(limiter.storeHealth()['(default)']?.ready).toBe(false);
+    // Longer than the 20 ms deadline: the wait for readiness is not a store failure.
+    await new Promise((r) => setTimeout(r, 60));
+    ready();
+    const decisions = await Promise.all(early);
+    expect(decisions.map((d) => d.results[0]?.source)).toEqual(Array(10).fill('store'));
+    expect(timeouts).toHaveLength(0);
+    expect(limiter.storeHealth()['(default)']?.ready).toBe(true);
+  });
+
+  it('a store that never becomes ready gives each check its fail mode after startupWaitMs', async () => {
+    const store = new Switch(20, {}, undefined, 100);
+    store.ready = () => new Promise<void>(() => undefined);
+    store.mode = 'fail';
+    const started = performance.now();
+    const limiter = createLimiter({ store, limits: LIMITS });
+    const d = await limiter.check({ principal: 'a' });
+    expect(d.outcome).toBe('degraded');
+    // The wait is the behaviour: at least the startup wait (timers may fire up to 1 ms early).
+    expect(performance.now() - started).toBeGreaterThanOrEqual(99);
+  });
+});
