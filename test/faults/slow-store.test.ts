@@ -7,9 +7,11 @@
  * deadline, as it should), then forwards at full speed again.
  *
  * Bounds, stated (generous: the host is shared):
- * - the store decides again (at least 90% of every 100 ms slice from then
- *   on) within BACK_BOUND_MS of the fault's end, and in the 2 s after that
- *   at most AFTER_LOCAL_SHARE of the checks are decided without it;
+ * - the store decides again (at least 90% of a 100 ms slice, the issue's
+ *   measure) within BACK_BOUND_MS of the fault's end, and in the 2 s after
+ *   that at most AFTER_LOCAL_SHARE of the checks are decided without it (on
+ *   main: 61 to 68%; on a quiet host 0; on this shared host a stalled
+ *   process here and there makes a few hundred checks miss the deadline);
  * - every check resolves within the deadline plus MARGIN_MS, plus the worst
  *   event-loop stall measured around it;
  * - during the fault the shedding limit is decided locally, never by
@@ -31,7 +33,9 @@ const GRACE_MS = 1000;
 const FAULT_MS = 4000;
 const LATENCY_MS = 50;
 const BACK_BOUND_MS = 1000;
-const AFTER_LOCAL_SHARE = 0.01;
+const AFTER_LOCAL_SHARE = 0.05;
+/** Steady phase before the fault: the store decides at least this share (a loaded host makes some calls miss the deadline). */
+const STEADY_SHARE = 0.95;
 /** One probe per cool-down: at most 1000 / 200 ms = 5 per second, whatever the cool-down grows to. */
 const PROBES_PER_S_BOUND = 5;
 
@@ -70,15 +74,15 @@ describe.each(['ioredis', 'node-redis'] as const)('a slow store, then a healthy 
     const { slices } = report;
     const view = `timeline (ms after the fault's end: store/checks): ${timeline(between(slices, faultAt - 300, end), healAt)}\nevents: ${JSON.stringify(report.events.map((e) => ({ ...e, t: Math.round(e.t - healAt) })))}`;
 
-    expect(storeShare(between(slices, faultAt - 1500, faultAt - 100)), view).toBeGreaterThan(0.99);
+    expect(storeShare(between(slices, faultAt - 1500, faultAt - 100)), view).toBeGreaterThan(STEADY_SHARE);
     // During the fault nothing is decided by the store once the calls in flight have timed out.
     expect(storeShare(between(slices, faultAt + 200, healAt - 100)), view).toBe(0);
 
     // Back within the bound after the fault's end, and staying there.
-    const back = backFrom(slices, healAt, end - 200);
+    const back = backFrom(slices, healAt, end - 2200);
     expect(back, `the store never decided again\n${view}`).toBeDefined();
     expect((back as number) + 100 - healAt, view).toBeLessThanOrEqual(BACK_BOUND_MS);
-    const after = between(slices, healAt + BACK_BOUND_MS, healAt + BACK_BOUND_MS + 2000);
+    const after = between(slices, (back as number) + 100, (back as number) + 2100);
     expect(1 - storeShare(after), view).toBeLessThanOrEqual(AFTER_LOCAL_SHARE);
 
     // Fail modes during the fault.

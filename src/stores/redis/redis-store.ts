@@ -3,7 +3,7 @@ import { ConfigError, RateContractError } from '../../core/errors.js';
 import { slotKey as slotKeyOf } from '../../core/keys.js';
 import { refuseUnknown } from '../../core/options.js';
 import { storeErrorChannel } from '../../core/events.js';
-import { DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
+import { DEFAULT_DEAD_CONNECTION_MS, DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
 import { adaptClient, type ScriptRunner } from './client.js';
 import { batchSize, REDIS_STORE_OPTIONS, type RedisStoreOptions } from './options.js';
@@ -42,6 +42,8 @@ export class RedisStore implements Store {
   readonly maxInFlight: number | undefined;
   readonly startupWaitMs: number;
   readonly breaker: BreakerOptions | undefined;
+  readonly deadConnectionMs: number | false;
+  readonly onDeadConnection: 'reconnect' | 'report';
   readonly #runner: ScriptRunner;
   #becameReady: Promise<void> | undefined;
   readonly #clock: Clock | undefined;
@@ -89,7 +91,27 @@ export class RedisStore implements Store {
     }
     this.startupWaitMs = startupWaitMs;
     this.breaker = options.breaker;
+    const dead = options.deadConnectionMs ?? DEFAULT_DEAD_CONNECTION_MS;
+    if (dead !== false && (typeof dead !== 'number' || !Number.isFinite(dead) || dead <= 0)) {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.deadConnectionMs', `must be a positive number of ms or false, got ${String(dead)}`);
+    }
+    this.deadConnectionMs = dead;
+    const onDead = options.onDeadConnection ?? 'reconnect';
+    if (onDead !== 'reconnect' && onDead !== 'report') {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.onDeadConnection', `must be 'reconnect' or 'report', got ${JSON.stringify(onDead)}`);
+    }
+    this.onDeadConnection = onDead;
     this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? 64 : 16);
+  }
+
+  /**
+   * The limiter found this store's connection silently dead (calls
+   * outstanding for `deadConnectionMs`, not one reply): with
+   * `onDeadConnection: 'reconnect'`, replaces it (see that option). Returns
+   * whether it did; never throws.
+   */
+  reconnect(): boolean {
+    return this.onDeadConnection === 'reconnect' && this.#runner.reconnect();
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
