@@ -182,7 +182,7 @@ export class StoreCircuit {
   async run<T>(call: () => Promise<T>, now: number): Promise<T> {
     if (this.#silence !== undefined) {
       const silentMs = this.#silence.check(now);
-      if (silentMs !== undefined) this.#deadConnection(silentMs);
+      if (silentMs !== undefined) this.#deadConnection(silentMs, now);
     }
     if (this.#inFlight >= this.maxInFlight) throw new StoreBusyError(this.maxInFlight);
     let probe = false;
@@ -228,13 +228,22 @@ export class StoreCircuit {
     }
   }
 
-  /** The store's calls have been silent for `deadConnectionMs`: ask it to replace its connection, and say so. */
-  #deadConnection(silentMs: number): void {
+  /**
+   * The store's calls have been silent for `deadConnectionMs`: ask it to
+   * replace its connection, and say so. An open breaker then probes the new
+   * connection after the base cool-down (a reconnect takes tens of ms), not
+   * after the grown one.
+   */
+  #deadConnection(silentMs: number, now: number): void {
     let reconnected = false;
     try {
       reconnected = this.store.reconnect?.() === true;
     } catch {
       // A store's reconnect must not throw; if it does, the check still gets its fail mode.
+    }
+    if (reconnected && this.#state === 'open') {
+      this.#cooldownMs = this.#baseCooldownMs;
+      this.#openedAt = now;
     }
     if (deadConnectionChannel.hasSubscribers) {
       deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding: this.#silence?.outstanding ?? 0, reconnected });

@@ -282,8 +282,19 @@ describe('a silently dead connection is replaced', () => {
     expect(events[0]).toMatchObject({ store: '(default)', kind: 'switch', reconnected: true });
     expect(events[0]?.silentMs).toBeGreaterThanOrEqual(1000);
     expect(events[0]?.outstanding).toBeGreaterThan(0);
-    // Still silent: once more per period, not on every check.
-    await silent(limiter, clock, 2000);
+    // The open breaker probes the new connection after the base cool-down (200 ms), not the grown one.
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+    store.mode = 'ok';
+    const calls = store.calls;
+    clock.advance(199);
+    await limiter.check({ principal: 'early' });
+    expect(store.calls).toBe(calls);
+    clock.advance(1);
+    await limiter.check({ principal: 'probe' });
+    expect(store.calls).toBe(calls + 1);
+    store.mode = 'hang';
+    // Silent again from the next look after that answer: once more per period, not on every check.
+    await silent(limiter, clock, 2100);
     expect(store.reconnects).toBe(3);
     // Replies come back (late ones too): the silence is over.
     store.hung.splice(0).forEach((answer) => answer());
