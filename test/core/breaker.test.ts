@@ -7,7 +7,9 @@
  * manual clock except where a real timer is the behaviour.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_COOLDOWN_MS, DEFAULT_DEAD_CONNECTION_MS, DEFAULT_MAX_COOLDOWN_MS } from '../../src/core/store-circuit.js';
 import { CHANNELS, createLimiter, ManualClock, memoryStore, type BreakerOptions, type Store, type StoreOp, type StoreOpResult } from '../../src/index.js';
 
 const T0 = 1_700_000_000_000;
@@ -351,5 +353,19 @@ describe('a silently dead connection is replaced', () => {
       store.deadConnectionMs = bad as number;
       expect(() => createLimiter({ store, limits: LIMITS })).toThrow(/stores\.\(default\)\.deadConnectionMs: must be a positive number of ms or false/);
     }
+  });
+});
+
+describe('documented defaults', () => {
+  it('docs/fail-modes.md states the cool-downs the code applies; docs/redis.md the dead-connection period', () => {
+    const cell = (file: string, option: string): string => {
+      const doc = readFileSync(new URL(`../../docs/${file}`, import.meta.url), 'utf8');
+      const line = doc.split('\n').find((l) => l.startsWith(`| \`${option}\` |`));
+      if (line === undefined) throw new Error(`docs/${file} has no table row for ${option}`);
+      return (line.split('|')[2] as string).trim();
+    };
+    expect(cell('fail-modes.md', 'cooldownMs')).toBe(String(DEFAULT_COOLDOWN_MS));
+    expect(cell('fail-modes.md', 'maxCooldownMs')).toBe(String(DEFAULT_MAX_COOLDOWN_MS));
+    expect(cell('redis.md', 'deadConnectionMs')).toBe(String(DEFAULT_DEAD_CONNECTION_MS));
   });
 });
