@@ -109,7 +109,7 @@ describe.each(['ioredis', 'node-redis'] as const)('a silently dead connection (%
     const opened = report.events.find((e) => e.type === 'breaker' && e.t >= stallAt && (e.detail as { to: string }).to === 'open');
     console.log(
       `${flavour}: breaker open ${Math.round((opened?.t ?? NaN) - stallAt)} ms, dead-connection event ${Math.round((dead?.t ?? NaN) - stallAt)} ms after the stall, new connection ${Math.round((reconnectAt as number) - stallAt)} ms, ` +
-        `store deciding ${Math.round((back as number) + 100 - (reconnectAt as number))} ms after it; first fail-closed slice at ${Math.round((closed[0] as { t: number }).t - stallAt)} ms; ` +
+        `store deciding ${Math.round((back as number) + 100 - (reconnectAt as number))} ms after it, local share in the 2 s after ${(1 - storeShare(between(slices, (back as number) + 100, (back as number) + 2100))).toFixed(4)}; first fail-closed slice at ${Math.round((closed[0] as { t: number }).t - stallAt)} ms; ` +
         `slowest check ${slowest.toFixed(1)} ms; sockets ${JSON.stringify(before)} -> ${JSON.stringify(after)}`,
     );
   }, 60_000);
