@@ -19,6 +19,7 @@ export const serveCommand: Command = {
     host: { type: 'string', value: 'H', description: 'address to listen on', default: '127.0.0.1' },
     upstream: { type: 'string', value: 'URL', description: 'proxy every request to this http:// URL (after the limits) instead of the demo handlers' },
     'upstream-timeout': { type: 'string', value: 'D', description: "bound on the upstream's response headers and on each pause in a body (504 past it)", default: '30s' },
+    'headers-timeout': { type: 'string', value: 'D', description: "bound on receiving a request's head from the client (408 past it)", default: '10s' },
     'admin-port': { type: 'string', value: 'N', description: 'port of /metrics, /contract, /healthz, /readyz and the live page; 0 takes a free port', default: String(DEFAULT_ADMIN_PORT) },
     'admin-host': { type: 'string', value: 'H', description: 'address of the admin port', default: '127.0.0.1' },
     redis: { type: 'string', value: 'URL', description: "put every store of the contract on this Redis (redis:// or rediss://)" },
@@ -106,6 +107,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
   const upstream = urlOption(args, 'upstream', ['http:', 'https:']);
   const redis = urlOption(args, 'redis', ['redis:', 'rediss:']);
   const upstreamTimeoutMs = durationOption(args, 'upstream-timeout', '30s');
+  const headersTimeoutMs = durationOption(args, 'headers-timeout', '10s');
   const readyTimeoutMs = durationOption(args, 'ready-timeout', '5s');
   const drainTimeoutMs = durationOption(args, 'drain-timeout', '10s');
   const level = stringOption(args, 'log-level') ?? 'info';
@@ -138,6 +140,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
       adminPort,
       upstream,
       upstreamTimeoutMs,
+      headersTimeoutMs,
       readyTimeoutMs,
       drainTimeoutMs,
       watch,
