@@ -2,7 +2,8 @@ import { pino } from 'pino';
 import { ConfigError, memoryStore, type Store } from '../index.js';
 import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
 import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
-import { rulesTable, startRls } from '../rls/server.js';
+import { rulesTable } from '../rls/rules-table.js';
+import { startRls } from '../rls/server.js';
 import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
 
 /** Default ports of envoyproxy/ratelimit: gRPC 8081, HTTP 8080. */

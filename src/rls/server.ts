@@ -10,6 +10,7 @@ import { Counter, Registry } from 'prom-client';
 import { memoryStore, type Limiter, type Store } from '../index.js';
 import { readNodeBody } from '../http/index.js';
 import { prometheusMetrics } from '../metrics/index.js';
+import { auditRls } from './audit.js';
 import { loadRlsConfig, type RlsConfig } from './config.js';
 import { RlsEngine, RlsServiceError, type RlsResponse } from './engine.js';
 import { grpcResponse, jsonResponse, requestFrom } from './wire.js';
@@ -93,42 +94,6 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 function origin(server: Server, host: string): string {
   const a = server.address() as AddressInfo;
   return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
-}
-
-/** One rule as `/contract` shows it. */
-export interface RuleRow {
-  readonly rule: string;
-  readonly path: string;
-  readonly file: string;
-  readonly name: string | undefined;
-  readonly bound: string;
-  readonly algorithm: string | undefined;
-  readonly burst: number | undefined;
-  readonly purpose: string;
-  readonly onError: string | undefined;
-  readonly store: string;
-  readonly shadow: boolean;
-  readonly replaces: readonly string[] | undefined;
-  readonly reason: string | undefined;
-}
-
-/** The rules as `/contract` shows them: every clause, the fail mode made explicit. */
-export function rulesTable(config: RlsConfig): RuleRow[] {
-  return config.rules.map((r) => ({
-    rule: r.id,
-    path: r.path,
-    file: r.file,
-    name: r.name,
-    bound: r.unlimited ? 'unlimited' : `${r.requestsPerUnit} per ${r.unit ?? '?'}`,
-    algorithm: r.unlimited ? undefined : r.algorithm,
-    burst: r.burst,
-    purpose: r.purpose ?? 'shedding (not stated)',
-    onError: r.unlimited ? undefined : (r.onError ?? ((r.purpose ?? 'shedding') === 'abuse' ? 'closed' : 'degraded')),
-    store: r.store,
-    shadow: r.shadow,
-    replaces: r.replaces.length > 0 ? r.replaces : undefined,
-    reason: r.reason,
-  }));
 }
 
 /**
@@ -312,9 +277,12 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
               );
               return;
             case '/contract':
-            case '/rlconfig':
-              json(res, 200, { files: engine.config.files, domains: [...engine.config.domains.keys()], rules: rulesTable(engine.config) });
+            case '/rlconfig': {
+              // The contract document of docs/metrics.md, as `serve` answers it: rows and findings, then what this server adds.
+              const audit = auditRls(engine.config);
+              json(res, 200, { files: engine.config.files, domains: [...engine.config.domains.keys()], rows: audit.rules, findings: audit.findings });
               return;
+            }
             case '/healthz':
               json(res, 200, { status: 'ok' });
               return;
