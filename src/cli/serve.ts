@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { ConfigError } from '../core/errors.js';
-import { auditContract, demoConfig, loadConfig, type RateContractConfig, type StoreConfig } from '../config/index.js';
-import { startService } from '../service/index.js';
+import { demoConfig, loadConfig, type RateContractConfig, type StoreConfig } from '../config/index.js';
+import { contractTable, demoExamples, startService } from '../service/index.js';
 import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
 
 /** Default port of the API (or proxy). */
@@ -63,35 +63,6 @@ export function onRedis(config: RateContractConfig, url: string): RateContractCo
     stores[name] = s.type === 'redis' ? { ...s, url } : { type: 'redis', url };
   }
   return { ...config, stores };
-}
-
-function contractTable(config: RateContractConfig): string {
-  const report = auditContract(config);
-  const header = ['limit', 'purpose', 'key', 'bound', 'status', 'fail mode', 'store', 'routes'];
-  const rows = report.rows.map((r) => [r.name, r.purpose + (r.shadow ? ' (shadow)' : ''), r.key, `${r.algorithm}: ${r.bound}`, String(r.status), r.onError, r.store, r.routes.join(', ')]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  const unlimited = config.routes.filter((r) => r.limits.length === 0).map((r) => r.match);
-  return [
-    `contract ${report.file}: ${report.rows.length} limits, ${config.routes.length} routes, replicas ${String(config.replicas)}`,
-    line(header),
-    ...rows.map(line),
-    ...(unlimited.length > 0 ? [`unlimited: ${unlimited.join(', ')}`] : []),
-  ].join('\n');
-}
-
-function demoExamples(url: string): string {
-  return [
-    'try it:',
-    '  # 429: the per-recipient limit allows 3 codes per 15 minutes for one phone (the 4th is refused, Retry-After: 300)',
-    `  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${url}/otp/send -H 'content-type: application/json' -d '{"phone":"+15550100"}'; done`,
-    '  # the same as a tenant (x-tenant, believed from loopback): the 429 carries RateLimit-Policy, RateLimit and the problem details',
-    `  for i in 1 2 3 4; do curl -s -i -X POST ${url}/otp/send -H 'x-tenant: acme' -H 'content-type: application/json' -d '{"phone":"+15550111"}'; echo; done`,
-    '  # 503: the global guard allows 50 sends per second; 150 at once from distinct addresses (x-forwarded-for is',
-    '  # believed from loopback) and recipients spend it, and the rest get 503 with Retry-After: 1',
-    `  for i in $(seq 150); do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${url}/otp/send -H "x-forwarded-for: 198.51.100.$i" -H 'content-type: application/json' -d "{\\"phone\\":\\"+1555020$i\\"}" & done | sort | uniq -c; wait`,
-    `  curl -s ${url}/health    # unlimited`,
-  ].join('\n');
 }
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
