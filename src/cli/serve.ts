@@ -3,6 +3,8 @@ import { ConfigError } from '../core/errors.js';
 import { demoConfig, loadConfig, type RateContractConfig, type StoreConfig } from '../config/index.js';
 import { contractTable, demoExamples, startService } from '../service/index.js';
 import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
+import { holdSighup } from './hold-sighup.js';
+import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default port of the API (or proxy). */
 export const DEFAULT_PORT = 8080;
@@ -24,7 +26,7 @@ export const serveCommand: Command = {
     watch: { type: 'boolean', description: 'reload the config when its file changes (SIGHUP always reloads)' },
     'ready-timeout': { type: 'string', value: 'D', description: 'how long startup waits for each store to be ready before listening anyway', default: '5s' },
     'drain-timeout': { type: 'string', value: 'D', description: 'how long SIGTERM waits for in-flight requests', default: '10s' },
-    'log-level': { type: 'string', value: 'L', description: 'fatal, error, warn, info or debug', default: 'info' },
+    'log-level': LOG_LEVEL_OPTION,
   },
   details: [
     'Logs are JSON lines on stdout (pino): startup, one line per store, reloads, store errors and',
@@ -65,9 +67,8 @@ export function onRedis(config: RateContractConfig, url: string): RateContractCo
   return { ...config, stores };
 }
 
-const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-
 async function runServe(args: ParsedArgs): Promise<number> {
+  const hup = holdSighup();
   const file = stringOption(args, 'config');
   const port = integerOption(args, 'port', DEFAULT_PORT, 0, 65535);
   const adminPort = integerOption(args, 'admin-port', DEFAULT_ADMIN_PORT, 0, 65535);
@@ -78,8 +79,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
   const upstreamTimeoutMs = durationOption(args, 'upstream-timeout', '30s');
   const readyTimeoutMs = durationOption(args, 'ready-timeout', '5s');
   const drainTimeoutMs = durationOption(args, 'drain-timeout', '10s');
-  const level = stringOption(args, 'log-level') ?? 'info';
-  if (!LEVELS.has(level)) throw new ArgumentError(`--log-level must be one of ${[...LEVELS].join(', ')}, got ${JSON.stringify(level)}`);
+  const level = logLevelOption(args);
   const watch = flagOption(args, 'watch');
   if (watch && file === undefined) throw new ArgumentError('--watch needs --config FILE (the built-in demo has no file to watch)');
 
@@ -132,8 +132,10 @@ async function runServe(args: ParsedArgs): Promise<number> {
     ...(upstream === undefined && file === undefined ? ['', demoExamples(running.url)] : []),
     '',
   ];
+  // The signal handlers are in place before the banner says where it listens.
+  const stopped = runUntilStopped(running, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
+  hup.release(() => void running.reload('SIGHUP'));
   process.stderr.write(banner.join('\n') + '\n');
-
-  await runUntilStopped(running, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
+  await stopped;
   return 0;
 }

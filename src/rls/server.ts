@@ -139,16 +139,16 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
   }
 
   let draining = false;
-  let inflight = 0;
+  let inFlight = 0;
   let drained: (() => void) | undefined;
   const done = (): void => {
-    inflight--;
-    if (draining && inflight === 0) drained?.();
+    inFlight--;
+    if (draining && inFlight === 0) drained?.();
   };
 
   /** Decides one request; the callback gets a response or an error (never a throw). */
   function decide(raw: unknown, answer: (error: RlsServiceError | undefined, response: RlsResponse | undefined) => void): void {
-    inflight++;
+    inFlight++;
     let domain = '';
     const fail = (error: unknown): void => {
       requests.inc({ code: 'error' });
@@ -312,6 +312,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
   const adminUrl = admin === undefined ? undefined : origin(admin, options.host);
 
   let reloading: Promise<boolean> = Promise.resolve(true);
+  // A refused reload is a warning (as in serve): the running config keeps answering, but the change did not happen.
   async function reloadNow(reason: string): Promise<boolean> {
     let config: RlsConfig;
     try {
@@ -319,7 +320,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     } catch (error) {
       loadErrors.inc();
       reloads.inc({ result: 'refused' });
-      log.error({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
+      log.warn({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
       return false;
     }
     let next: RlsEngine;
@@ -328,7 +329,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     } catch (error) {
       loadErrors.inc();
       reloads.inc({ result: 'refused' });
-      log.error({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
+      log.warn({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
       return false;
     }
     const previous = engine;
@@ -367,10 +368,10 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
       }
       watcher?.close();
       if (debounce !== undefined) clearTimeout(debounce);
-      log.info({ event: 'draining', reason, inflight });
-      const idle = inflight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
+      log.info({ event: 'draining', reason, inFlight });
+      const idle = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
       await Promise.race([idle, new Promise<void>((resolve) => setTimeout(resolve, options.drainTimeoutMs).unref())]);
-      const cut = inflight;
+      const cut = inFlight;
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           server.forceShutdown();
