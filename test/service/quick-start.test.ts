@@ -3,7 +3,8 @@
  * checkout (with `-- --port 0 --admin-port 0`, so that it never collides with
  * a port in use; nothing else differs), the banner read as printed, and
  * every curl command it prints run with real curl and held to its caption.
- * demo-orders.test.ts runs the same commands in other orders.
+ * demo-orders.test.ts runs the same commands in other orders. (With a stale
+ * build, `npm run serve` builds first, as it does for a user.)
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -67,7 +68,8 @@ describe('the README quick start: npm run serve, then every printed curl command
   let pid: number;
 
   beforeAll(async () => {
-    expect(quickStart()).toMatch(/^npm ci && npm run serve +# .*127\.0\.0\.1:8080.*curl commands that show a 429 and a 503/m);
+    // The command as the README gives it; what its comment promises (a 429 and a 503) is what the examples are held to.
+    expect(quickStart()).toMatch(/^(npm ci && )?npm run serve\b/m);
     s = npmRunServe(['--port', '0', '--admin-port', '0']);
     // The banner is one write, ending with the examples and a blank line.
     banner = await until('banner', () => (/^try it[\s\S]*\n\n$/m.test(s.stderr()) ? s.stderr() : undefined));
