@@ -19,12 +19,14 @@ const ORDERS: ReadonlyArray<readonly number[]> = [
 describe('the demo examples in any order', () => {
   it.each(ORDERS)('order %j', async (...order: number[]) => {
     const s = await serve(['--port', '0', '--admin-port', '0']);
+    let code: number | null = null;
     try {
       const examples: PrintedExample[] = printedExamples(s.stderr());
       expect(examples.map((e) => e.caption.split(' ')[0])).toEqual(['429:', '429', '503:', 'GET']);
       await runAndCheck(examples, order);
     } finally {
-      expect(await s.stop()).toBe(0);
+      code = await s.stop();
     }
+    expect(code).toBe(0);
   });
 });
