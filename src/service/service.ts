@@ -390,7 +390,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     const file = options.configFile;
     if (draining) return false;
     if (file === undefined) {
-      log.info({ event: 'reload', ok: false, reason, error: 'the built-in demo contract has no file to reload' });
+      // A refused reload is a warning, as for a bad file: the contract in force keeps running, but the operator's change did not happen.
+      log.warn({ event: 'reload', ok: false, reason, error: 'the built-in demo contract has no file to reload' });
       reloads.inc({ result: 'refused' });
       return false;
     }
@@ -399,7 +400,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       const config = transform(await loadConfig(file));
       next = await makeGeneration(config, current.runtime);
     } catch (error) {
-      log.error({ event: 'reload', ok: false, reason, file, error: error instanceof Error ? error.message : String(error), kept: 'the previous config' });
+      log.warn({ event: 'reload', ok: false, reason, file, error: error instanceof Error ? error.message : String(error), kept: 'the previous config' });
       reloads.inc({ result: 'refused' });
       return false;
     }
@@ -422,7 +423,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       clearTimeout(timer);
       timer = setTimeout(() => void reload('watch'), 100);
     });
-    watcher.on('error', (error) => log.error({ event: 'watch-error', file, error: error.message }));
+    // The service keeps running on the contract in force, and SIGHUP still reloads: a warning, as in rls.
+    watcher.on('error', (error) => log.warn({ event: 'watch-error', file, error: error.message }));
   }
 
   let stopping: Promise<void> | undefined;
