@@ -8,7 +8,7 @@
 // Pass another checkout's dist/ to compare two builds on the same host.
 import { fileURLToPath } from 'node:url';
 
-const dist = process.argv[2] ?? fileURLToPath(new URL('../dist', import.meta.url));
+const dist = process.argv[2] ?? fileURLToPath(new URL('../packages/ratecontract/dist', import.meta.url));
 const { createLimiter } = await import(`${dist}/index.js`);
 const limiter = createLimiter({ limits: [{ name: 'l', purpose: 'shedding', algorithm: 'gcra', limit: 1_000_000, window: '1h', key: 'ip' }] });
 const ctx = { ip: 'k' };

@@ -34,8 +34,8 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('admin page in head
     stats = new LiveStats();
     const registry = new Registry();
     metrics = prometheusMetrics({ registry, limiters: () => limiters.map((l) => l.limiter) });
-    const rows = auditContract(config).rows;
-    server = await startAdminServer({ contract: () => rows, stats: () => stats.snapshot(limiters), metrics: () => registry.metrics() });
+    const contract = auditContract(config);
+    server = await startAdminServer({ contract: () => contract, stats: () => stats.snapshot(limiters), metrics: () => registry.metrics() });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true, timeout: 30_000 });
   });
 
@@ -109,6 +109,19 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('admin page in head
     await page.close();
   });
 
+  it('shows an answer of /contract that is not a contract document as an error, never as "no limits"', async () => {
+    const wrong = await startAdminServer({ contract: () => auditContract(demoConfig()).rows, stats: () => stats.snapshot(limiters), metrics: () => Promise.resolve('') });
+    try {
+      const { page } = await openPage(wrong.url);
+      await page.waitForSelector('#status[data-state="error"]', { timeout: 10_000 });
+      expect(await page.locator('#status').innerText()).toBe('/contract: not a contract document');
+      expect(await page.locator('#contract tbody').innerText()).toBe('/contract answered something other than { rows, findings }');
+      await page.close();
+    } finally {
+      await wrong.close();
+    }
+  });
+
   it('shows names and reasons as text, never as markup', async () => {
     const hostile = '<img src=x onerror="window.__pwned=1">';
     const snapshot: StatsSnapshot = {
@@ -131,7 +144,10 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('admin page in head
       stores: [{ name: hostile, state: 'open', failureRate: 1, calls: 3, inFlight: 0, ready: false, p99Ms: null, latencySamples: 0 }],
     };
     const evil = await startAdminServer({
-      contract: () => [{ name: 'x"><script>window.__pwned=3</script>', reason: hostile, nested: { a: '</td><b>' } }],
+      contract: () => ({
+        rows: [{ name: 'x"><script>window.__pwned=3</script>', reason: hostile, nested: { a: '</td><b>' } }],
+        findings: [{ code: '<i>RC</i>', severity: 'warn', subject: hostile, message: '<b>bold</b>' }],
+      }),
       stats: () => snapshot,
       metrics: () => Promise.resolve(''),
     });
@@ -142,6 +158,8 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('admin page in head
       expect(await page.evaluate('typeof window.__pwned')).toBe('undefined');
       expect(await page.locator('body img, main b, main script, .limit svg:not(.chart)').count()).toBe(0);
       expect(await page.locator('#contract').innerText()).toContain(hostile);
+      expect(await page.locator('#findings').innerText()).toBe(`warn <i>RC</i> ${hostile}: <b>bold</b>`);
+      expect(await page.locator('#findings i, #findings b').count()).toBe(0);
       expect(await page.locator('#stores').innerText()).toContain(hostile);
       expect(await page.locator('.limit h3').innerText()).toBe('<svg onload="window.__pwned=2">');
       expect(external).toEqual([]);

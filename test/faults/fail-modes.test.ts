@@ -24,8 +24,11 @@ const DEADLINE_MS = 100;
 const MARGIN_MS = 150;
 const COOLDOWN_MS = 1000;
 const FAILURE_THRESHOLD = 3;
-/** The breaker's defaults: a failed probe doubles the cool-down up to 5 s; 3 good probes in a row close it. */
-const MAX_COOLDOWN_MS = 5000;
+/**
+ * The longest cool-down: a failed probe doubles it up to maxCooldownMs (default 500 ms), never below cooldownMs
+ * (1 s here), so it stays at 1 s; 3 good probes in a row (the default) close the breaker.
+ */
+const MAX_COOLDOWN_MS = Math.max(COOLDOWN_MS, 500);
 const PROBES = 3;
 const GRACE_MS = 10_000;
 const LOGIN_N = 5;

@@ -116,5 +116,6 @@ export {
   type StoreCallEvent,
   type ResetEvent,
   type PlanErrorEvent,
+  type DeadConnectionEvent,
 } from './core/events.js';
 export { AccessList, type AccessEntry, type AccessPredicate, type LimiterLists } from './core/access-list.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../../helpers/packed.js';
 import { createLimiter, createShedder, DEFAULT_DEADLINE_MS, DEFAULT_FAIL_CLOSED_AFTER_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_STARTUP_WAIT_MS, memoryStore, parseDuration, type LimitDefinition } from '../../../packages/ratecontract/src/index.js';
-import { BREAKER_DEFAULTS } from '../../../packages/ratecontract/src/core/store-circuit.js';
+import { BREAKER_DEFAULTS, DEFAULT_DEAD_CONNECTION_MS } from '../../../packages/ratecontract/src/core/store-circuit.js';
 import { LIMITER_DEFAULTS } from '../../../packages/ratecontract/src/core/limiter.js';
 import { SHEDDER_DEFAULTS } from '../../../packages/ratecontract/src/core/shedder.js';
 import { MEMORY_STORE_DEFAULTS } from '../../../packages/ratecontract/src/stores/memory/memory-store.js';
@@ -379,6 +379,8 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
     'deadlineMs, breaker': ms(DEFAULT_DEADLINE_MS),
     maxInFlight: num(DEFAULT_MAX_IN_FLIGHT),
     startupWaitMs: num(DEFAULT_STARTUP_WAIT_MS),
+    deadConnectionMs: num(DEFAULT_DEAD_CONNECTION_MS),
+    onDeadConnection: str(REDIS_STORE_DEFAULTS.onDeadConnection),
     batch: (cell) => {
       expect(docLiteral(leading(cell))).toEqual({ maxChecks: REDIS_STORE_DEFAULTS.maxChecks });
       expect(cell).toContain(`(${String(REDIS_STORE_DEFAULTS.maxChecksNodeRedis)} with node-redis)`);

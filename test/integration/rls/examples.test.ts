@@ -351,8 +351,15 @@ describe('HTTP and health', () => {
     expect(metrics).toMatch(/ratecontract_rls_descriptors_total\{result="shadow"\} 1/);
     expect(metrics).toMatch(/ratecontract_rls_domain_not_found_total [1-9]/);
     expect(metrics).toContain('limit="algorithms_gcra"');
-    const contract = (await (await fetch(`${rls.adminUrl}/contract`)).json()) as { rules: Array<{ path: string; onError?: string; purpose: string }> };
-    expect(contract.rules.find((r) => r.path === 'algorithms.bucket')).toMatchObject({ purpose: 'abuse', onError: 'closed' });
-    expect(contract.rules.find((r) => r.path === 'mongo_cps.database_users')).toMatchObject({ purpose: 'shedding (not stated)', onError: 'degraded' });
+    // The contract document of docs/metrics.md, the shape `serve` answers too (and its admin page reads): rows and findings.
+    const contract = (await (await fetch(`${rls.adminUrl}/contract`)).json()) as {
+      rows: Array<{ path: string; onError?: string; purpose: string }>;
+      findings: Array<{ code: string; severity: string; subject: string; message: string }>;
+    };
+    expect(Object.keys(contract)).toEqual(['files', 'domains', 'rows', 'findings']);
+    expect(contract.rows.find((r) => r.path === 'algorithms.bucket')).toMatchObject({ purpose: 'abuse', onError: 'closed' });
+    expect(contract.rows.find((r) => r.path === 'mongo_cps.database_users')).toMatchObject({ purpose: 'shedding (not stated)', onError: 'degraded' });
+    expect(contract.findings.find((f) => f.subject.endsWith('mongo_cps.database_users'))).toMatchObject({ code: 'RLS_MISSING_PURPOSE', severity: 'warn' });
+    expect(await (await fetch(`${rls.adminUrl}/rlconfig`)).json()).toEqual(contract);
   });
 });

@@ -32,8 +32,10 @@ describe('ratecontract serve (no arguments but --port 0): the demo API', () => {
     expect(s.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const err = s.stderr();
     for (const name of ['otp-recipient', 'otp-tenant', 'otp-ip', 'otp-global', 'login-account', 'search-tenant', 'search-ip']) expect(err).toContain(name);
-    expect(err).toContain('unlimited: GET /health');
-    expect(err).toContain(`curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${s.url}/otp/send`);
+    expect(err).toMatch(/^GET \/health +none \(unlimited\)$/m);
+    // The examples themselves are run, and held to their captions, by quick-start.test.ts and demo-orders.test.ts.
+    expect(err).toContain(`${s.url}/otp/send`);
+    expect(err).toMatch(/^try it /m);
     const startup = await s.waitForLog((l) => l.event === 'startup');
     expect(startup).toMatchObject({ url: s.url, adminUrl: s.adminUrl, mode: 'demo', limits: 8, routes: 4 });
     // One line per store, before startup.
@@ -73,15 +75,17 @@ describe('ratecontract serve (no arguments but --port 0): the demo API', () => {
 
   it('answers 503 with Retry-After: 1 when the global send rate (50/s) is spent', async () => {
     // Distinct addresses (x-forwarded-for is believed from loopback) and recipients: only otp-global binds.
+    const started = performance.now();
     const answers = await Promise.all(
       Array.from({ length: 150 }, (_, i) => otp(s.url, `+1555900${String(i).padStart(4, '0')}`, { 'x-forwarded-for': `198.51.${Math.floor(i / 250)}.${i % 250}` })),
     );
     const rejected = answers.filter((a) => a.status === 503);
-    // otp-global admits 50 per second: earlier tests in this file may have spent a few of this second's 50, and the
-    // requests can straddle a refill, so the admitted count is near 50, never near 150.
+    // otp-global (gcra, 50/s, burst 50) admits at most 50 + 50/s x t in any t: the bound, over the time the 150 took
+    // (however slow the machine), plus one for the interval's edges. Earlier tests in this file spent a few of the 50.
+    const elapsedS = (performance.now() - started) / 1000;
     const admitted = answers.filter((a) => a.status === 202).length;
     expect(admitted).toBeGreaterThanOrEqual(40);
-    expect(admitted).toBeLessThanOrEqual(75);
+    expect(admitted).toBeLessThanOrEqual(50 + Math.ceil(50 * elapsedS) + 1);
     expect(rejected.length).toBeGreaterThan(0);
     expect(answers.every((a) => a.status === 202 || a.status === 503)).toBe(true);
     const one = rejected[0] as Response;

@@ -167,6 +167,9 @@ export async function serve(args: readonly string[], budgetMs = 20_000): Promise
     });
   });
   const { url, adminUrl } = await listening;
+  // Signals go to the service's pid, read from its log lines; stdout can lag stderr. A signal sent to the `timeout`
+  // wrapper instead would end the wrapper and leave the service running. (With --log-level above info, no line comes.)
+  if (!args.some((a, i) => a === '--log-level' && ['fatal', 'error', 'warn', 'silent'].includes(args[i + 1] ?? ''))) await s.waitForLog((l) => typeof l.pid === 'number', budgetMs);
   return { proc: s.proc, url, adminUrl, logs: s.logs, stderr: s.stderr, waitForLog: s.waitForLog, exited: s.exited, signal: s.signal, stop: s.stop };
 }
 

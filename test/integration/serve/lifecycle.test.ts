@@ -54,7 +54,7 @@ describe('ratecontract serve: reload', () => {
       s.signal('SIGHUP');
       const refused = await s.waitForLog((l) => l.event === 'reload' && l.ok === false);
       expect(refused.error).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: limits\\[1\\]\\.window: "15x" is not a duration.* \\(line 3, column 48\\)$`));
-      expect(refused.level).toBe(50);
+      expect(refused.level).toBe(40);
       // The old contract still runs.
       expect(await statuses(`${s.url}/b`, 1)).toEqual([429]);
       const contract = (await (await fetch(`${s.adminUrl}/contract`)).json()) as { rows: Array<{ name: string }> };

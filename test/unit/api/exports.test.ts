@@ -71,6 +71,7 @@ const PINNED: Record<string, readonly string[]> = {
     'OnError',
     'Outcome',
     'PlanErrorEvent',
+    'DeadConnectionEvent',
     'PreFilterTierDefinition',
     'Purpose',
     'RateContractError',

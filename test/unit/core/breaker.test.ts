@@ -1,12 +1,15 @@
 /**
  * The store guard under overload: a failure-rate breaker, probes that close
- * it only when the store keeps up, a bound on calls in flight, a readiness
- * gate before the first deadline, and fallbacks that never starve the event
- * loop. The store here is a real memory store behind a switch; time is a
+ * it only when the store keeps up (at least every 500 ms by default), a
+ * bound on calls in flight, a readiness gate before the first deadline,
+ * fallbacks that never starve the event loop, and a silently dead
+ * connection handed to the store to replace. The store here is a real memory store behind a switch; time is a
  * manual clock except where a real timer is the behaviour.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BREAKER_DEFAULTS, DEFAULT_DEAD_CONNECTION_MS } from '../../../packages/ratecontract/src/core/store-circuit.js';
 import { CHANNELS, createLimiter, ManualClock, memoryStore, type BreakerOptions, type Store, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
 
 const T0 = 1_700_000_000_000;
@@ -22,6 +25,14 @@ class Switch implements Store {
   calls = 0;
   readonly hung: Array<() => void> = [];
   ready?: () => Promise<void>;
+  deadConnectionMs?: number | false;
+  /** Calls to reconnect(); what it answers. */
+  reconnects = 0;
+  reconnectAnswer = true;
+  reconnect?: () => boolean = () => {
+    this.reconnects++;
+    return this.reconnectAnswer;
+  };
   constructor(
     readonly deadlineMs = 20,
     readonly breaker: BreakerOptions = {},
@@ -130,6 +141,27 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
     expect(await probeAfter(100)).toBe(1); // back to the base cool-down
   });
 
+  it('by default the cool-down grows from 200 ms to at most 500 ms, so a recovered store is probed within 500 ms', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch();
+    store.mode = 'fail';
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
+    const gaps: number[] = [];
+    // Each failed probe: how long until the next one goes to the store, in 10 ms steps.
+    for (let probe = 0; probe < 6; probe++) {
+      const before = store.calls;
+      let waited = 0;
+      while (store.calls === before && waited < 10_000) {
+        clock.advance(10);
+        waited += 10;
+        await limiter.check({ principal: 'a' });
+      }
+      gaps.push(waited);
+    }
+    expect(gaps).toEqual([200, 400, 500, 500, 500, 500]);
+  });
+
   it('half-open lets one probe through at a time and closes only after probeSuccesses good ones', async () => {
     const clock = new ManualClock(T0);
     const store = new Switch(50, { cooldownMs: 100 });
@@ -226,5 +258,114 @@ describe('a store becomes ready before its first deadline starts', () => {
     expect(d.outcome).toBe('degraded');
     // The wait is the behaviour: at least the startup wait (timers may fire up to 1 ms early).
     expect(performance.now() - started).toBeGreaterThanOrEqual(99);
+  });
+});
+
+describe('a silently dead connection is replaced', () => {
+  const silent = async (limiter: ReturnType<typeof createLimiter>, clock: ManualClock, ms: number, every = 50): Promise<void> => {
+    for (let t = 0; t < ms; t += every) {
+      clock.advance(every);
+      await limiter.check({ principal: `s${t}` });
+    }
+  };
+
+  it('calls outstanding for deadConnectionMs with not one reply: reconnect() once per period, and an event', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch();
+    store.deadConnectionMs = 1000;
+    store.mode = 'hang';
+    const events = listen<{ store: string; kind: string; silentMs: number; outstanding: number; reconnected: boolean }>(CHANNELS.deadConnection);
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    await silent(limiter, clock, 950);
+    expect(store.reconnects).toBe(0);
+    await silent(limiter, clock, 100);
+    expect(store.reconnects).toBe(1);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ store: '(default)', kind: 'switch', reconnected: true });
+    expect(events[0]?.silentMs).toBeGreaterThanOrEqual(1000);
+    expect(events[0]?.outstanding).toBeGreaterThan(0);
+    // The open breaker probes the new connection after the base cool-down (200 ms), not the grown one.
+    expect(limiter.breakerStates()['(default)']).toBe('open');
+    store.mode = 'ok';
+    const calls = store.calls;
+    clock.advance(199);
+    await limiter.check({ principal: 'early' });
+    expect(store.calls).toBe(calls);
+    clock.advance(1);
+    await limiter.check({ principal: 'probe' });
+    expect(store.calls).toBe(calls + 1);
+    store.mode = 'hang';
+    // Silent again from the next look after that answer: once more per period, not on every check.
+    await silent(limiter, clock, 2100);
+    expect(store.reconnects).toBe(3);
+    // Replies come back (late ones too): the silence is over.
+    store.hung.splice(0).forEach((answer) => answer());
+    store.mode = 'ok';
+    await silent(limiter, clock, 3000);
+    expect(store.reconnects).toBe(3);
+  });
+
+  it('a slow store whose late replies keep coming is not silent', async () => {
+    const clock = new ManualClock(T0);
+    const store = new Switch();
+    store.deadConnectionMs = 1000;
+    store.mode = 'hang';
+    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    for (let t = 0; t < 10_000; t += 50) {
+      clock.advance(50);
+      // Every reply arrives, each long after its deadline.
+      store.hung.shift()?.();
+      await limiter.check({ principal: `s${t}` });
+    }
+    expect(store.reconnects).toBe(0);
+  });
+
+  it('deadConnectionMs: false never reports; a store without reconnect() is still reported; a throwing one does not fail the check', async () => {
+    const clock = new ManualClock(T0);
+    const off = new Switch();
+    off.deadConnectionMs = false;
+    off.mode = 'hang';
+    await silent(createLimiter({ clock, store: off, limits: LIMITS }), clock, 5000);
+    expect(off.reconnects).toBe(0);
+
+    const events = listen<{ reconnected: boolean }>(CHANNELS.deadConnection);
+    const plain = new Switch();
+    delete plain.reconnect;
+    plain.mode = 'hang';
+    await silent(createLimiter({ clock, store: plain, limits: LIMITS }), clock, 2100);
+    expect(events.map((e) => e.reconnected)).toEqual([false]);
+
+    const throwing = new Switch();
+    throwing.mode = 'hang';
+    throwing.reconnect = () => {
+      throw new Error('boom');
+    };
+    const limiter = createLimiter({ clock, store: throwing, limits: LIMITS });
+    await silent(limiter, clock, 2100);
+    const d = await limiter.check({ principal: 'after' });
+    expect(d.outcome).toBe('degraded');
+    expect(events.map((e) => e.reconnected)).toEqual([false, false]);
+  });
+
+  it('refuses an invalid deadConnectionMs, naming it', () => {
+    for (const bad of [0, -1, Number.NaN, Infinity, '1s']) {
+      const store = new Switch();
+      store.deadConnectionMs = bad as number;
+      expect(() => createLimiter({ store, limits: LIMITS })).toThrow(/stores\.\(default\)\.deadConnectionMs: must be a positive number of ms or false/);
+    }
+  });
+});
+
+describe('documented defaults', () => {
+  it('docs/fail-modes.md states the cool-downs the code applies; docs/redis.md the dead-connection period', () => {
+    const cell = (file: string, option: string): string => {
+      const doc = readFileSync(new URL(`../../docs/${file}`, import.meta.url), 'utf8');
+      const line = doc.split('\n').find((l) => l.startsWith(`| \`${option}\` |`));
+      if (line === undefined) throw new Error(`docs/${file} has no table row for ${option}`);
+      return (line.split('|')[2] as string).trim();
+    };
+    expect(cell('fail-modes.md', 'cooldownMs')).toBe(String(BREAKER_DEFAULTS.cooldownMs));
+    expect(cell('fail-modes.md', 'maxCooldownMs')).toBe(String(BREAKER_DEFAULTS.maxCooldownMs));
+    expect(cell('redis.md', 'deadConnectionMs')).toBe(String(DEFAULT_DEAD_CONNECTION_MS));
   });
 });

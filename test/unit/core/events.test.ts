@@ -95,6 +95,9 @@ describe('event payloads', () => {
     hanging.mode = 'hang';
     const second = createLimiter({ clock, store: hanging, limits: [{ name: 'shed', purpose: 'shedding', limit: 10, window: '1s', key: 'principal' }] });
     await Promise.all(Array.from({ length: 4 }, (_, i) => second.check({ principal: `p${i}` })));
+    // dead-connection: its calls have now been outstanding, unanswered, for longer than deadConnectionMs (2 s)
+    clock.advance(2500);
+    await second.check({ principal: 'p0' });
     // reset (with and without `by`) and plan-error (an unknown plan, a throwing plan function)
     const planned = createLimiter({
       limits: [{ name: 'tenant', purpose: 'shedding', limit: 5, window: '1m', key: 'ip', plan: 'header.x-plan', plans: { free: {} } }],

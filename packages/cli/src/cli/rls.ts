@@ -3,8 +3,11 @@ import { ConfigError, memoryStore, type Store } from 'ratecontract';
 import { plural } from './plural.js';
 import { redisStore, type RedisClientLike } from 'ratecontract/redis';
 import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
-import { rulesTable, startRls } from '../rls/server.js';
+import { rulesTable } from '../rls/rules-table.js';
+import { startRls } from '../rls/server.js';
 import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
+import { holdSighup } from './hold-sighup.js';
+import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default ports of envoyproxy/ratelimit: gRPC 8081, HTTP 8080. */
 export const DEFAULT_GRPC_PORT = 8081;
@@ -27,7 +30,7 @@ export const rlsCommand: Command = {
     'no-watch': { type: 'boolean', description: 'do not reload when the config changes on disk (SIGHUP still reloads)' },
     'ready-timeout': { type: 'string', value: 'D', description: 'how long startup waits for Redis before listening anyway', default: '5s' },
     'drain-timeout': { type: 'string', value: 'D', description: 'how long SIGTERM waits for calls in flight', default: '5s' },
-    'log-level': { type: 'string', value: 'L', description: 'fatal, error, warn, info or debug', default: 'info' },
+    'log-level': LOG_LEVEL_OPTION,
   },
   details: [
     "Reads envoyproxy/ratelimit's YAML files unchanged (domain, descriptors, rate_limit, shadow_mode,",
@@ -47,9 +50,6 @@ export const rlsCommand: Command = {
   run: runRls,
 };
 
-const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-
-
 function redactUrl(url: URL): string {
   const u = new URL(url.toString());
   if (u.password !== '') u.password = '***';
@@ -61,6 +61,7 @@ interface IoredisModule {
 }
 
 async function runRls(args: ParsedArgs): Promise<number> {
+  const hup = holdSighup();
   const configPath = stringOption(args, 'config') ?? './config';
   const grpcPort = integerOption(args, 'grpc-port', DEFAULT_GRPC_PORT, 0, 65535);
   const httpPort = integerOption(args, 'http-port', DEFAULT_HTTP_PORT, 0, 65535);
@@ -70,8 +71,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
   const deadlineMs = durationOption(args, 'redis-deadline', DEFAULT_RLS_DEADLINE);
   const readyTimeoutMs = durationOption(args, 'ready-timeout', '5s');
   const drainTimeoutMs = durationOption(args, 'drain-timeout', '5s');
-  const level = stringOption(args, 'log-level') ?? 'info';
-  if (!LEVELS.has(level)) throw new ArgumentError(`--log-level must be one of ${[...LEVELS].join(', ')}, got ${JSON.stringify(level)}`);
+  const level = logLevelOption(args);
   const redisRaw = stringOption(args, 'redis');
   let redis: URL | undefined;
   if (redisRaw !== undefined) {
@@ -174,6 +174,9 @@ async function runRls(args: ParsedArgs): Promise<number> {
     return 1;
   }
   const rls = running;
+  // The signal handlers are in place before the lines that say where it listens.
+  const stopped = runUntilStopped(rls, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
+  hup.release(() => void rls.reload('SIGHUP'));
   const rows = rulesTable(config).map((r) => `  ${r.path}: ${r.bound}${r.algorithm === undefined ? '' : ` (${r.algorithm})`}, purpose ${r.purpose}${r.onError === undefined ? '' : `, onError ${r.onError}`}${r.shadow ? ', shadow' : ''}`);
   process.stderr.write(
     [
@@ -186,7 +189,6 @@ async function runRls(args: ParsedArgs): Promise<number> {
       '',
     ].join('\n') + '\n',
   );
-
-  await runUntilStopped(rls, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
+  await stopped;
   return 0;
 }

@@ -1,11 +1,11 @@
 import { pino } from 'pino';
 import { ConfigError } from 'ratecontract';
-import { auditContract } from '../contract/audit.js';
 import { demoConfig } from '../contract/demo.js';
 import { loadConfig, type RateContractConfig, type StoreConfig } from 'ratecontract/config';
-import { startService } from '../serve/index.js';
-import { plural } from './plural.js';
+import { contractTable, demoExamples, startService } from '../serve/index.js';
 import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
+import { holdSighup } from './hold-sighup.js';
+import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default port of the API (or proxy). */
 export const DEFAULT_PORT = 8080;
@@ -21,13 +21,14 @@ export const serveCommand: Command = {
     host: { type: 'string', value: 'H', description: 'address to listen on', default: '127.0.0.1' },
     upstream: { type: 'string', value: 'URL', description: 'proxy every request to this http:// URL (after the limits) instead of the demo handlers' },
     'upstream-timeout': { type: 'string', value: 'D', description: "bound on the upstream's response headers and on each pause in a body (504 past it)", default: '30s' },
+    'headers-timeout': { type: 'string', value: 'D', description: "bound on receiving a request's head from the client (408 past it)", default: '10s' },
     'admin-port': { type: 'string', value: 'N', description: 'port of /metrics, /contract, /healthz, /readyz and the live page; 0 takes a free port', default: String(DEFAULT_ADMIN_PORT) },
     'admin-host': { type: 'string', value: 'H', description: 'address of the admin port', default: '127.0.0.1' },
     redis: { type: 'string', value: 'URL', description: "put every store of the contract on this Redis (redis:// or rediss://)" },
     watch: { type: 'boolean', description: 'reload the config when its file changes (SIGHUP always reloads)' },
     'ready-timeout': { type: 'string', value: 'D', description: 'how long startup waits for each store to be ready before listening anyway', default: '5s' },
     'drain-timeout': { type: 'string', value: 'D', description: 'how long SIGTERM waits for in-flight requests', default: '10s' },
-    'log-level': { type: 'string', value: 'L', description: 'fatal, error, warn, info or debug', default: 'info' },
+    'log-level': LOG_LEVEL_OPTION,
   },
   details: [
     'Logs are JSON lines on stdout (pino): startup, one line per store, reloads, store errors and',
@@ -68,38 +69,8 @@ export function onRedis(config: RateContractConfig, url: string): RateContractCo
   return { ...config, stores };
 }
 
-function contractTable(config: RateContractConfig): string {
-  const report = auditContract(config);
-  const header = ['limit', 'purpose', 'key', 'bound', 'status', 'fail mode', 'store', 'routes'];
-  const rows = report.rows.map((r) => [r.name, r.purpose + (r.shadow ? ' (shadow)' : ''), r.key, `${r.algorithm}: ${r.bound}`, String(r.status), r.onError, r.store, r.routes.join(', ')]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  const unlimited = config.routes.filter((r) => r.limits.length === 0).map((r) => r.match);
-  return [
-    `contract ${report.file}: ${plural(report.rows.length, 'limit')}, ${plural(config.routes.length, 'route')}, replicas ${String(config.replicas)}`,
-    line(header),
-    ...rows.map(line),
-    ...(unlimited.length > 0 ? [`unlimited: ${unlimited.join(', ')}`] : []),
-  ].join('\n');
-}
-
-function demoExamples(url: string): string {
-  return [
-    'try it:',
-    '  # 429: the per-recipient limit allows 3 codes per 15 minutes for one phone (the 4th is refused, Retry-After: 300)',
-    `  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${url}/otp/send -H 'content-type: application/json' -d '{"phone":"+15550100"}'; done`,
-    '  # the same as a tenant (x-tenant, believed from loopback): the 429 carries RateLimit-Policy, RateLimit and the problem details',
-    `  for i in 1 2 3 4; do curl -s -i -X POST ${url}/otp/send -H 'x-tenant: acme' -H 'content-type: application/json' -d '{"phone":"+15550111"}'; echo; done`,
-    '  # 503: the global guard allows 50 sends per second; 150 at once from distinct addresses (x-forwarded-for is',
-    '  # believed from loopback) and recipients spend it, and the rest get 503 with Retry-After: 1',
-    `  for i in $(seq 150); do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${url}/otp/send -H "x-forwarded-for: 198.51.100.$i" -H 'content-type: application/json' -d "{\\"phone\\":\\"+1555020$i\\"}" & done | sort | uniq -c; wait`,
-    `  curl -s ${url}/health    # unlimited`,
-  ].join('\n');
-}
-
-const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-
 async function runServe(args: ParsedArgs): Promise<number> {
+  const hup = holdSighup();
   const file = stringOption(args, 'config');
   const port = integerOption(args, 'port', DEFAULT_PORT, 0, 65535);
   const adminPort = integerOption(args, 'admin-port', DEFAULT_ADMIN_PORT, 0, 65535);
@@ -108,10 +79,10 @@ async function runServe(args: ParsedArgs): Promise<number> {
   const upstream = urlOption(args, 'upstream', ['http:', 'https:']);
   const redis = urlOption(args, 'redis', ['redis:', 'rediss:']);
   const upstreamTimeoutMs = durationOption(args, 'upstream-timeout', '30s');
+  const headersTimeoutMs = durationOption(args, 'headers-timeout', '10s');
   const readyTimeoutMs = durationOption(args, 'ready-timeout', '5s');
   const drainTimeoutMs = durationOption(args, 'drain-timeout', '10s');
-  const level = stringOption(args, 'log-level') ?? 'info';
-  if (!LEVELS.has(level)) throw new ArgumentError(`--log-level must be one of ${[...LEVELS].join(', ')}, got ${JSON.stringify(level)}`);
+  const level = logLevelOption(args);
   const watch = flagOption(args, 'watch');
   if (watch && file === undefined) throw new ArgumentError('--watch needs --config FILE (the built-in demo has no file to watch)');
 
@@ -140,6 +111,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
       adminPort,
       upstream,
       upstreamTimeoutMs,
+      headersTimeoutMs,
       readyTimeoutMs,
       drainTimeoutMs,
       watch,
@@ -164,8 +136,10 @@ async function runServe(args: ParsedArgs): Promise<number> {
     ...(upstream === undefined && file === undefined ? ['', demoExamples(running.url)] : []),
     '',
   ];
+  // The signal handlers are in place before the banner says where it listens.
+  const stopped = runUntilStopped(running, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
+  hup.release(() => void running.reload('SIGHUP'));
   process.stderr.write(banner.join('\n') + '\n');
-
-  await runUntilStopped(running, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
+  await stopped;
   return 0;
 }

@@ -1,5 +1,5 @@
 import type { RlsConfig } from './config.js';
-import { rulesTable, type RuleRow } from './server.js';
+import { rulesTable, type RuleRow } from './rules-table.js';
 
 /** One finding of `ratecontract audit --rls`: a stable code, a severity, the rule it is about. */
 export interface RlsFinding {

@@ -10,6 +10,7 @@ import { Counter, Registry } from 'prom-client';
 import { memoryStore, type Limiter, type Store } from 'ratecontract';
 import { readNodeBody } from 'ratecontract/http';
 import { prometheusMetrics } from 'ratecontract/metrics';
+import { auditRls } from './audit.js';
 import { loadRlsConfig, type RlsConfig } from './config.js';
 import { RlsEngine, RlsServiceError, type RlsResponse } from './engine.js';
 import { grpcResponse, jsonResponse, requestFrom } from './wire.js';
@@ -95,42 +96,6 @@ function origin(server: Server, host: string): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }
 
-/** One rule as `/contract` shows it. */
-export interface RuleRow {
-  readonly rule: string;
-  readonly path: string;
-  readonly file: string;
-  readonly name: string | undefined;
-  readonly bound: string;
-  readonly algorithm: string | undefined;
-  readonly burst: number | undefined;
-  readonly purpose: string;
-  readonly onError: string | undefined;
-  readonly store: string;
-  readonly shadow: boolean;
-  readonly replaces: readonly string[] | undefined;
-  readonly reason: string | undefined;
-}
-
-/** The rules as `/contract` shows them: every clause, the fail mode made explicit. */
-export function rulesTable(config: RlsConfig): RuleRow[] {
-  return config.rules.map((r) => ({
-    rule: r.id,
-    path: r.path,
-    file: r.file,
-    name: r.name,
-    bound: r.unlimited ? 'unlimited' : `${r.requestsPerUnit} per ${r.unit ?? '?'}`,
-    algorithm: r.unlimited ? undefined : r.algorithm,
-    burst: r.burst,
-    purpose: r.purpose ?? 'shedding (not stated)',
-    onError: r.unlimited ? undefined : (r.onError ?? ((r.purpose ?? 'shedding') === 'abuse' ? 'closed' : 'degraded')),
-    store: r.store,
-    shadow: r.shadow,
-    replaces: r.replaces.length > 0 ? r.replaces : undefined,
-    reason: r.reason,
-  }));
-}
-
 /**
  * Starts `ratecontract rls`: the gRPC `RateLimitService` and
  * `grpc.health.v1`, the HTTP `/json` and `/healthcheck` of the reference,
@@ -174,16 +139,16 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
   }
 
   let draining = false;
-  let inflight = 0;
+  let inFlight = 0;
   let drained: (() => void) | undefined;
   const done = (): void => {
-    inflight--;
-    if (draining && inflight === 0) drained?.();
+    inFlight--;
+    if (draining && inFlight === 0) drained?.();
   };
 
   /** Decides one request; the callback gets a response or an error (never a throw). */
   function decide(raw: unknown, answer: (error: RlsServiceError | undefined, response: RlsResponse | undefined) => void): void {
-    inflight++;
+    inFlight++;
     let domain = '';
     const fail = (error: unknown): void => {
       requests.inc({ code: 'error' });
@@ -312,9 +277,12 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
               );
               return;
             case '/contract':
-            case '/rlconfig':
-              json(res, 200, { files: engine.config.files, domains: [...engine.config.domains.keys()], rules: rulesTable(engine.config) });
+            case '/rlconfig': {
+              // The contract document of docs/metrics.md, as `serve` answers it: rows and findings, then what this server adds.
+              const audit = auditRls(engine.config);
+              json(res, 200, { files: engine.config.files, domains: [...engine.config.domains.keys()], rows: audit.rules, findings: audit.findings });
               return;
+            }
             case '/healthz':
               json(res, 200, { status: 'ok' });
               return;
@@ -344,6 +312,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
   const adminUrl = admin === undefined ? undefined : origin(admin, options.host);
 
   let reloading: Promise<boolean> = Promise.resolve(true);
+  // A refused reload is a warning (as in serve): the running config keeps answering, but the change did not happen.
   async function reloadNow(reason: string): Promise<boolean> {
     let config: RlsConfig;
     try {
@@ -351,7 +320,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     } catch (error) {
       loadErrors.inc();
       reloads.inc({ result: 'refused' });
-      log.error({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
+      log.warn({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
       return false;
     }
     let next: RlsEngine;
@@ -360,7 +329,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     } catch (error) {
       loadErrors.inc();
       reloads.inc({ result: 'refused' });
-      log.error({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
+      log.warn({ event: 'config-load-error', reason, error: error instanceof Error ? error.message : String(error), kept: engine.config.files });
       return false;
     }
     const previous = engine;
@@ -399,10 +368,10 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
       }
       watcher?.close();
       if (debounce !== undefined) clearTimeout(debounce);
-      log.info({ event: 'draining', reason, inflight });
-      const idle = inflight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
+      log.info({ event: 'draining', reason, inFlight });
+      const idle = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
       await Promise.race([idle, new Promise<void>((resolve) => setTimeout(resolve, options.drainTimeoutMs).unref())]);
-      const cut = inflight;
+      const cut = inFlight;
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           server.forceShutdown();

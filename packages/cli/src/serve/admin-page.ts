@@ -1,10 +1,12 @@
 /**
  * The admin port's live page: one self-contained HTML document (inline CSS
  * and script, no build step, nothing fetched from elsewhere). It reads
- * `/contract` (the contract table: an array of rows, drawn with whatever
- * columns the rows have) and polls `/stats.json` (a `StatsSnapshot`) every
- * second, drawing per limit a small SVG chart of the admitted, rejected,
- * shadow-rejected and fallback rates, and the store health table.
+ * `/contract` (the contract document of docs/metrics.md: `{ rows, findings }`,
+ * the rows drawn as a table with whatever columns they have, the findings as
+ * a list) and polls `/stats.json` (a `StatsSnapshot`) every second, drawing
+ * per limit a small SVG chart of the admitted, rejected, shadow-rejected and
+ * fallback rates, and the store health table. An answer of another shape is
+ * shown as an error, never as an empty contract.
  *
  * The document holds no data: everything it shows arrives as JSON and is
  * put in the page with `textContent` and `setAttribute` only, never parsed
@@ -45,6 +47,12 @@ th { font-weight: 600; white-space: nowrap; }
 td.state-open, td.state-half-open, td.not-ready { color: var(--rejected); font-weight: 600; }
 .scroll { overflow-x: auto; }
 .empty { color: var(--muted); }
+td.error { color: var(--rejected); font-weight: 600; }
+h3 { font-size: 14px; margin: 14px 0 6px; }
+h3 small { color: var(--muted); font-weight: normal; font-size: 12px; }
+#findings { margin: 0; padding-left: 20px; font-size: 12px; }
+#findings .severity-error { color: var(--rejected); font-weight: 600; }
+#findings .severity-warn { color: var(--shadow); }
 `;
 
 // Plain ES2017 in the browser; no template literals inside, so this TypeScript string needs no escaping.
@@ -81,29 +89,48 @@ const SCRIPT = `
     s.textContent = text;
   }
 
-  function renderContract(rows) {
+  function emptyRow(body, className, text) {
+    var tr = el("tr");
+    tr.appendChild(el("td", className, text));
+    body.appendChild(tr);
+  }
+
+  // The contract document: { rows: [...], findings: [...] } (docs/metrics.md, The contract document).
+  function renderContract(doc) {
     var table = document.getElementById("contract");
     var head = table.tHead, body = table.tBodies[0];
+    var list = document.getElementById("findings");
     head.replaceChildren();
     body.replaceChildren();
-    if (!Array.isArray(rows) || rows.length === 0) {
-      var none = el("tr");
-      none.appendChild(el("td", "empty", "no limits"));
-      body.appendChild(none);
-      return;
+    list.replaceChildren();
+    var rows = doc && typeof doc === "object" ? doc.rows : undefined;
+    var findings = doc && typeof doc === "object" ? doc.findings : undefined;
+    if (!Array.isArray(rows) || !Array.isArray(findings)) {
+      emptyRow(body, "error", "/contract answered something other than { rows, findings }");
+      throw new Error("/contract: not a contract document");
     }
-    var columns = [];
-    rows.forEach(function (row) {
-      if (row && typeof row === "object") Object.keys(row).forEach(function (k) { if (columns.indexOf(k) < 0) columns.push(k); });
-    });
-    var tr = el("tr");
-    columns.forEach(function (c) { tr.appendChild(el("th", "", c)); });
-    head.appendChild(tr);
-    rows.forEach(function (row) {
-      var r = el("tr");
-      if (row && typeof row.name === "string") r.setAttribute("data-limit", row.name);
-      columns.forEach(function (c) { r.appendChild(cell(row ? row[c] : undefined)); });
-      body.appendChild(r);
+    if (rows.length === 0) emptyRow(body, "empty", "no limits");
+    else {
+      var columns = [];
+      rows.forEach(function (row) {
+        if (row && typeof row === "object") Object.keys(row).forEach(function (k) { if (columns.indexOf(k) < 0) columns.push(k); });
+      });
+      var tr = el("tr");
+      columns.forEach(function (c) { tr.appendChild(el("th", "", c)); });
+      head.appendChild(tr);
+      rows.forEach(function (row) {
+        var r = el("tr");
+        if (row && typeof row.name === "string") r.setAttribute("data-limit", row.name);
+        columns.forEach(function (c) { r.appendChild(cell(row ? row[c] : undefined)); });
+        body.appendChild(r);
+      });
+    }
+    document.getElementById("findings-count").textContent = findings.length === 0 ? "none" : String(findings.length);
+    findings.forEach(function (f) {
+      var li = el("li", f && typeof f.severity === "string" ? "severity-" + f.severity : "");
+      if (f && typeof f.code === "string") li.setAttribute("data-code", f.code);
+      li.textContent = [f && f.severity, f && f.code, f && f.subject].map(cellText).join(" ") + ": " + cellText(f && f.message);
+      list.appendChild(li);
     });
   }
 
@@ -188,7 +215,9 @@ const SCRIPT = `
   }
 
   function getJson(path) {
-    return fetch(path, { cache: "no-store", headers: { accept: "application/json" } }).then(function (res) {
+    return fetch(path, { cache: "no-store", headers: { accept: "application/json" } }).catch(function () {
+      throw new Error("cannot reach the service");
+    }).then(function (res) {
       if (!res.ok) throw new Error(path + ": HTTP " + res.status);
       return res.json();
     });
@@ -203,11 +232,11 @@ const SCRIPT = `
       document.body.setAttribute("data-updated", String(snapshot.now));
     })];
     // The contract changes only on a reload: fetched at start, then every 10 s.
-    if (now - contractShown > 10000) work.push(getJson("contract").then(function (rows) { renderContract(rows); contractShown = now; }));
+    if (now - contractShown > 10000) work.push(getJson("contract").then(function (doc) { renderContract(doc); contractShown = now; }));
     Promise.all(work).then(function () {
       setStatus("live", "live \\u00b7 updated " + new Date().toLocaleTimeString());
     }, function (error) {
-      setStatus("error", "cannot reach the service: " + (error && error.message ? error.message : String(error)));
+      setStatus("error", error && error.message ? error.message : String(error));
     }).then(function () { setTimeout(poll, 1000); });
   }
   poll();
@@ -238,6 +267,8 @@ const PAGE = `<!doctype html>
 <section>
 <h2>Contract</h2>
 <div class="scroll"><table id="contract"><thead></thead><tbody></tbody></table></div>
+<h3>Findings <small id="findings-count"></small></h3>
+<ul id="findings"></ul>
 </section>
 </main>
 <script>${SCRIPT}</script>

@@ -38,6 +38,31 @@ function connectionNames(value: string | string[] | undefined): ReadonlySet<stri
   return out;
 }
 
+/** The members of a list field's value: split at the commas outside `<...>` and quoted strings (RFC 9110 section 5.6.1). */
+function splitList(value: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '<') depth++;
+    else if (c === '>') depth = Math.max(0, depth - 1);
+    else if (c === ',' && depth === 0) {
+      const member = value.slice(start, i).trim();
+      if (member !== '') out.push(member);
+      start = i + 1;
+    }
+  }
+  const member = value.slice(start).trim();
+  if (member !== '') out.push(member);
+  return out;
+}
+
 /** Options of `ReverseProxy`. */
 export interface ReverseProxyOptions {
   /** The upstream origin, optionally with a base path (`http://127.0.0.1:8080/api`). */
@@ -56,6 +81,13 @@ function classify(error: unknown): 'timeout' | 'down' {
 
 /** Aborts an exchange whose client went away; never answered, only logged by undici as the cause. */
 const CLIENT_GONE = Object.freeze(Object.assign(new Error('the client closed the connection'), { code: 'RC_CLIENT_GONE' }));
+
+/** Where a response keeps its exchange, for `ReverseProxy.abandon`. */
+const EXCHANGE = Symbol('ratecontract.exchange');
+type WithExchange = ServerResponse & { [EXCHANGE]?: Exchange | undefined };
+
+/** The pseudonym this proxy gives itself in `Via` (RFC 9110 section 7.6.3). */
+const VIA_NAME = 'ratecontract';
 
 /**
  * One proxied exchange, as an undici dispatch handler: the upstream's
@@ -78,6 +110,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     res.once('close', this.#onClose);
   }
 
+  /** Gives the exchange up at once (the client's request turned out malformed): nothing more is sent upstream or to the client. */
+  abandon(): void {
+    if (this.#done) return;
+    this.#gone = true;
+    this.#controller?.abort(CLIENT_GONE);
+    this.#finish();
+  }
+
   readonly #onClose = (): void => {
     if (this.res.writableFinished) return;
     this.#gone = true;
@@ -93,6 +133,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
+    (this.res as WithExchange)[EXCHANGE] = undefined;
     this.res.off('close', this.#onClose);
     this.res.off('drain', this.#onDrain);
     this.resolve();
@@ -109,6 +150,10 @@ class Exchange implements Dispatcher.DispatchHandler {
       controller.abort(CLIENT_GONE);
       return;
     }
+    if (statusCode < 200) {
+      this.#informational(statusCode, headers);
+      return;
+    }
     // undici has parsed the field list already (names in lower case, repeated fields as arrays).
     const named = connectionNames(headers.connection);
     const out: string[] = [];
@@ -118,7 +163,38 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (typeof value === 'string') out.push(name, value);
       else if (value !== undefined) for (const v of value) out.push(name, v);
     }
-    res.writeHead(statusCode, out);
+    if (res.getHeaderNames().length === 0) {
+      res.writeHead(statusCode, out);
+      return;
+    }
+    // The contract's fields (RateLimit, ...) are set already: each upstream line is added after them, none replaces
+    // another (a flat list given to writeHead would be set name by name, keeping only the last of a repeated field).
+    for (let i = 0; i < out.length; i += 2) res.appendHeader(out[i] as string, out[i + 1] as string);
+    res.writeHead(statusCode);
+  }
+
+  /**
+   * A 1xx answer before the final one: `103 Early Hints` is passed on to an
+   * HTTP/1.1 client (its end-to-end fields, `Link` first; none of the
+   * contract's), any other is dropped (`101` comes only through `upgrade`).
+   */
+  #informational(statusCode: number, headers: IncomingHttpHeaders): void {
+    const req = this.res.req;
+    if (statusCode !== 103 || req.httpVersionMajor !== 1 || req.httpVersionMinor < 1 || headers.link === undefined) return;
+    const named = connectionNames(headers.connection);
+    const hints: Record<string, string | string[]> = {};
+    for (const name in headers) {
+      if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+      const value = headers[name];
+      if (value === undefined) continue;
+      // Node's writer takes each link apart (and refuses a list in one string); other fields as one line.
+      hints[name] = name === 'link' ? (typeof value === 'string' ? [value] : value).flatMap(splitList) : typeof value === 'string' ? value : value.join(', ');
+    }
+    try {
+      this.res.writeEarlyHints(hints);
+    } catch {
+      // A Link value Node's writer does not take: the hints are dropped, the final answer goes on.
+    }
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -190,9 +266,13 @@ export class ReverseProxy {
       const lower = name.toLowerCase();
       if (HOP_BY_HOP.has(lower) || named.has(lower)) continue;
       // Host is the upstream's (the client's is in X-Forwarded-Host); undici refuses Expect (Node answered 100-continue already).
-      if (lower === 'host' || lower === 'expect' || lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
+      if (lower === 'host' || lower === 'expect' || lower === 'via' || lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
       out.push(name, raw[i + 1] as string);
     }
+    // A gateway adds itself to Via on every request it forwards (RFC 9110 section 7.6.3).
+    const via = req.headers.via;
+    const hop = `${req.httpVersion} ${VIA_NAME}`;
+    out.push('via', via === undefined || via === '' ? hop : `${via}, ${hop}`);
     const prior = req.headers['x-forwarded-for'];
     const peer = req.socket.remoteAddress ?? 'unknown';
     out.push('x-forwarded-for', prior === undefined || prior === '' ? peer : `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}`);
@@ -230,10 +310,22 @@ export class ReverseProxy {
       // The bytes the guard read: their own length (the client's framing field is gone with the stream).
       for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).toLowerCase() === 'content-length') headers[i + 1] = String(body.byteLength);
     } else if (hasBody) requestBody = req;
+    // The client left (or its request was refused) while the limits decided: nothing to forward.
+    if (res.destroyed || res.writableEnded || req.socket.destroyed) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const exchange = new Exchange(res, resolve, (status, detail) => this.#fail(res, status, detail), this.#timeoutMs);
+      (res as WithExchange)[EXCHANGE] = exchange;
       this.#pool.dispatch({ method: req.method ?? 'GET', path: this.#path(req), headers, body: requestBody }, exchange);
     });
+  }
+
+  /**
+   * Gives up the exchange of `res` at once, if one is in progress: called
+   * when Node's parser refuses the rest of the client's request (a malformed
+   * chunk in the same read as the head), before undici writes anything upstream.
+   */
+  abandon(res: ServerResponse): void {
+    (res as WithExchange)[EXCHANGE]?.abandon();
   }
 
   #fail(res: ServerResponse, status: 502 | 504, detail: string): void {

@@ -13,9 +13,13 @@ import { buildRuntime, loadConfig, type ContractRuntime, type RateContractConfig
 import { prometheusMetrics } from 'ratecontract/metrics';
 import { renderAdminPage } from './admin-page.js';
 import { demoHandler } from './demo.js';
+import { usesBody } from 'ratecontract/http';
+import { answerClientError, refusalBytes, refuse } from './client-error.js';
 import { identifyFrom } from './identify.js';
 import { LiveStats } from './live-stats.js';
 import { ReverseProxy } from './proxy.js';
+import { readTarget } from './request-target.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, serverOptions } from './server-options.js';
 
 /** Options of `startService`. */
 export interface ServiceOptions {
@@ -33,6 +37,8 @@ export interface ServiceOptions {
   /** Proxy to this upstream; `undefined`: answer with the demo handlers. */
   readonly upstream?: URL | undefined;
   readonly upstreamTimeoutMs: number;
+  /** Bound on receiving a request head (`--headers-timeout`); past it 408. Default 10 s. */
+  readonly headersTimeoutMs?: number | undefined;
   /** How long startup waits for each store to be ready before it listens anyway (the fail modes decide meanwhile). */
   readonly readyTimeoutMs: number;
   /** How long SIGTERM waits for in-flight requests. */
@@ -235,16 +241,31 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (draining && inflight === 0) drained?.();
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** `expectsContinue`: the client sent `Expect: 100-continue` and waits for a 100 before its body. */
+  async function handle(req: IncomingMessage, res: ServerResponse, expectsContinue = false): Promise<void> {
     inflight++;
     res.once('close', finished);
     if (draining) res.setHeader('connection', 'close');
+    const refused = readTarget(req);
+    if (refused !== undefined) {
+      refuse(res, refused.status, refused.detail);
+      return;
+    }
     const gen = current;
     const route = gen.runtime.route(req.method ?? 'GET', req.url ?? '/')?.value;
     const guard = route === undefined ? undefined : gen.guards.get(route);
+    // The body is asked for once the limits admit the request (first, when a limit reads the body);
+    // a rejected request is answered without it, and its connection closed (the body may still come).
+    const continueAfter = expectsContinue && guard !== undefined && route?.limiter !== undefined && !usesBody(route.limiter);
+    if (expectsContinue && !continueAfter) res.writeContinue();
+    if (continueAfter) res.setHeader('connection', 'close');
     if (guard !== undefined) {
       const ok = guard.now(req, res);
       if (ok === false || (ok !== true && !(await ok))) return;
+    }
+    if (continueAfter) {
+      if (!draining) res.removeHeader('connection');
+      res.writeContinue();
     }
     if (proxy !== undefined) await proxy.forward(req, res, getBody(req)?.raw);
     else demoHandler(req, res, route, getBody(req)?.json);
@@ -253,6 +274,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     if (proxy === undefined || draining) {
       socket.end('HTTP/1.1 501 Not Implemented\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const refused = readTarget(req);
+    if (refused !== undefined) {
+      socket.end(refusalBytes(refused.status, refused.detail));
       return;
     }
     const gen = current;
@@ -274,13 +300,16 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     proxy.upgrade(req, socket, head);
   }
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
+  const run = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+    handle(req, res, expectsContinue).catch((error: unknown) => {
       log.error({ event: 'request-error', error: error instanceof Error ? error.message : String(error) });
       if (!res.headersSent) json(res, 502, { type: 'about:blank', title: 'Bad Gateway', status: 502 }, 'application/problem+json');
       else res.destroy();
     });
-  });
+  };
+  const headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const server = createServer(serverOptions(headersTimeoutMs), (req, res) => run(req, res, false));
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => run(req, res, true));
   const upgraded = new Set<Duplex>();
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
@@ -288,8 +317,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     socket.once('close', () => upgraded.delete(socket));
     handleUpgrade(req, socket, head).catch(() => socket.destroy());
   });
-  server.on('clientError', (_error, socket: Duplex) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  server.on('clientError', (error: Error, socket: Duplex) => {
+    answerClientError(error, socket, { headersTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }, (res) => proxy?.abandon(res));
   });
 
   function admin(req: IncomingMessage, res: ServerResponse): void {
@@ -362,7 +391,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     const file = options.configFile;
     if (draining) return false;
     if (file === undefined) {
-      log.info({ event: 'reload', ok: false, reason, error: 'the built-in demo contract has no file to reload' });
+      // A refused reload is a warning, as for a bad file: the contract in force keeps running, but the operator's change did not happen.
+      log.warn({ event: 'reload', ok: false, reason, error: 'the built-in demo contract has no file to reload' });
       reloads.inc({ result: 'refused' });
       return false;
     }
@@ -371,7 +401,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       const config = transform(await loadConfig(file));
       next = await makeGeneration(config, current.runtime);
     } catch (error) {
-      log.error({ event: 'reload', ok: false, reason, file, error: error instanceof Error ? error.message : String(error), kept: 'the previous config' });
+      log.warn({ event: 'reload', ok: false, reason, file, error: error instanceof Error ? error.message : String(error), kept: 'the previous config' });
       reloads.inc({ result: 'refused' });
       return false;
     }
@@ -394,7 +424,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       clearTimeout(timer);
       timer = setTimeout(() => void reload('watch'), 100);
     });
-    watcher.on('error', (error) => log.error({ event: 'watch-error', file, error: error.message }));
+    // The service keeps running on the contract in force, and SIGHUP still reloads: a warning, as in rls.
+    watcher.on('error', (error) => log.warn({ event: 'watch-error', file, error: error.message }));
   }
 
   let stopping: Promise<void> | undefined;

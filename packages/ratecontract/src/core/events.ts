@@ -34,6 +34,8 @@ export const CHANNELS = {
   reset: 'ratecontract:reset',
   /** A check named a plan the limit does not define (decided by the limit's fail mode): `PlanErrorEvent`. */
   planError: 'ratecontract:plan-error',
+  /** A store's connection looked silently dead (calls outstanding, no reply for `deadConnectionMs`): `DeadConnectionEvent`. */
+  deadConnection: 'ratecontract:dead-connection',
 } as const;
 
 /** `ratecontract:decision`: every decision, with the limiter's clock at the check. */
@@ -147,6 +149,19 @@ export interface PlanErrorEvent {
   readonly error: unknown;
 }
 
+/** `ratecontract:dead-connection`: calls to a store have been outstanding for its `deadConnectionMs` with not one reply. */
+export interface DeadConnectionEvent {
+  /** The store's name in the limiter (`'(default)'` for the default store). */
+  readonly store: string;
+  readonly kind: string;
+  /** How long not one call had settled, ms on the limiter's clock. */
+  readonly silentMs: number;
+  /** Calls made and not settled at that moment, their deadline passed or not. */
+  readonly outstanding: number;
+  /** Whether the store replaced its connection (`store.reconnect()` returned true). */
+  readonly reconnected: boolean;
+}
+
 /** A diagnostics channel that only takes its own payload type. */
 export class TypedChannel<T extends object> {
   readonly #channel: Channel;
@@ -174,6 +189,7 @@ export const replicasChannel = new TypedChannel<ReplicasEvent>(CHANNELS.replicas
 export const storeCallChannel = new TypedChannel<StoreCallEvent>(CHANNELS.storeCall);
 export const resetChannel = new TypedChannel<ResetEvent>(CHANNELS.reset);
 export const planErrorChannel = new TypedChannel<PlanErrorEvent>(CHANNELS.planError);
+export const deadConnectionChannel = new TypedChannel<DeadConnectionEvent>(CHANNELS.deadConnection);
 
 /** Every channel's payload fields, for tests and tools that check payloads at run time. */
 export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly string[] } = {
@@ -190,4 +206,5 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   storeCall: ['store', 'kind', 'durationMs', 'ok'],
   reset: ['limit', 'keyHash', 'by', 'store'],
   planError: ['limit', 'plan', 'error'],
+  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected'],
 };

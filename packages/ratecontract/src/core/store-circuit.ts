@@ -1,6 +1,7 @@
 import { ConfigError, RateContractError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { breakerChannel, storeCallChannel, type StoreFailureReason } from './events.js';
+import { breakerChannel, deadConnectionChannel, storeCallChannel, type StoreFailureReason } from './events.js';
+import { SilenceWatch } from './silence-watch.js';
 import type { Store } from './store.js';
 
 export type { BreakerOptions } from './store.js';
@@ -18,9 +19,11 @@ export const BREAKER_DEFAULTS = Object.freeze({
   windowMs: 1000,
   failureThreshold: 3,
   cooldownMs: 200,
-  maxCooldownMs: 5000,
+  maxCooldownMs: 500,
   probeSuccesses: 3,
 });
+/** Default silence (calls outstanding, not one reply) after which a store's connection is taken for dead, ms. */
+export const DEFAULT_DEAD_CONNECTION_MS = 2000;
 
 /** A store call missed its deadline. */
 export class StoreTimeoutError extends RateContractError {
@@ -93,7 +96,10 @@ const SLOTS = 10;
  *   (`BreakerOpenError`), so a dead store costs no latency. After a
  *   cool-down it lets one probe through at a time and closes after
  *   `probeSuccesses` successful probes in a row; a failed probe doubles the
- *   cool-down.
+ *   cool-down, up to `maxCooldownMs`.
+ * - Calls outstanding for `deadConnectionMs` with not one reply mark the
+ *   store's connection as silently dead: the circuit asks the store to
+ *   `reconnect()` and publishes `ratecontract:dead-connection`.
  * - Until the store is ready (its `ready()` resolved), calls wait for it, up
  *   to `startupWaitMs` from the guard's creation; the deadline starts after.
  */
@@ -126,6 +132,8 @@ export class StoreCircuit {
   #ready: boolean;
   /** Start of the current run of continuous failure, if any. */
   failingSince: number | undefined;
+  /** Silence on the store's calls; undefined with `deadConnectionMs: false`. */
+  readonly #silence: SilenceWatch | undefined;
 
   constructor(store: Store, name: string) {
     this.store = store;
@@ -148,6 +156,11 @@ export class StoreCircuit {
     if (!Number.isFinite(startupWaitMs) || startupWaitMs < 0) {
       throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.startupWaitMs`, `must be a non-negative number, got ${String(startupWaitMs)}`);
     }
+    const dead = store.deadConnectionMs ?? DEFAULT_DEAD_CONNECTION_MS;
+    if (dead !== false && (typeof dead !== 'number' || !Number.isFinite(dead) || dead <= 0)) {
+      throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.deadConnectionMs`, `must be a positive number of ms or false, got ${String(dead)}`);
+    }
+    this.#silence = dead === false ? undefined : new SilenceWatch(dead);
     this.#ready = typeof store.ready !== 'function';
     if (!this.#ready) this.#gate = this.#startGate(startupWaitMs);
   }
@@ -169,6 +182,10 @@ export class StoreCircuit {
    * `BreakerOpenError` or `StoreBusyError`.
    */
   async run<T>(call: () => Promise<T>, now: number): Promise<T> {
+    if (this.#silence !== undefined) {
+      const silentMs = this.#silence.check(now);
+      if (silentMs !== undefined) this.#deadConnection(silentMs, now);
+    }
     if (this.#inFlight >= this.maxInFlight) throw new StoreBusyError(this.maxInFlight);
     let probe = false;
     if (this.#state === 'open') {
@@ -186,7 +203,9 @@ export class StoreCircuit {
     try {
       if (this.#gate !== undefined) await this.#gate;
       if (storeCallChannel.hasSubscribers) started = performance.now();
-      const value = await withDeadline(call(), this.deadlineMs);
+      const pending = call();
+      this.#silence?.issued(now, pending);
+      const value = await withDeadline(pending, this.deadlineMs);
       if (started >= 0) this.#timed(started, true);
       this.#succeeded(now, probe);
       return value;
@@ -208,6 +227,28 @@ export class StoreCircuit {
     } else {
       this.failingSince ??= now;
       this.#consecutive++;
+    }
+  }
+
+  /**
+   * The store's calls have been silent for `deadConnectionMs`: ask it to
+   * replace its connection, and say so. An open breaker then probes the new
+   * connection after the base cool-down (a reconnect takes tens of ms), not
+   * after the grown one.
+   */
+  #deadConnection(silentMs: number, now: number): void {
+    let reconnected = false;
+    try {
+      reconnected = this.store.reconnect?.() === true;
+    } catch {
+      // A store's reconnect must not throw; if it does, the check still gets its fail mode.
+    }
+    if (reconnected && this.#state === 'open') {
+      this.#cooldownMs = this.#baseCooldownMs;
+      this.#openedAt = now;
+    }
+    if (deadConnectionChannel.hasSubscribers) {
+      deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding: this.#silence?.outstanding ?? 0, reconnected });
     }
   }
 

@@ -25,7 +25,13 @@ export interface BreakerOptions {
    * it. Default 200.
    */
   readonly cooldownMs?: number | undefined;
-  /** Longest cool-down after repeated failed probes, ms. Default 5000. */
+  /**
+   * Longest cool-down after repeated failed probes, ms: while the store
+   * stays down the breaker probes about this often, so the store decides
+   * again at most this long (plus the probes' round trips) after it
+   * recovers. Default 500 (at most 2 probes a second per store once it has
+   * grown; each probe is one check's store call, run as the check).
+   */
   readonly maxCooldownMs?: number | undefined;
   /**
    * Consecutive successful probes (one at a time, each within the deadline)
@@ -121,6 +127,23 @@ export interface Store {
   readonly startupWaitMs?: number | undefined;
   /** Circuit breaker settings for this store (failure domain). */
   readonly breaker?: BreakerOptions | undefined;
+  /**
+   * When the limiter takes the store's connection for silently dead, ms on
+   * the limiter's clock: calls have been outstanding this long (made, their
+   * deadline passed or not) and not one of them has settled, in time or
+   * late, with an answer or an error. It then calls `reconnect()` (when the
+   * store has it) and publishes `ratecontract:dead-connection`, at most once
+   * per this period while the silence lasts. A slow store is not silent: its
+   * late answers settle calls. `false`: never. Default 2000.
+   */
+  readonly deadConnectionMs?: number | false | undefined;
+  /**
+   * Replaces the store's connection, which the limiter found silently dead
+   * (see `deadConnectionMs`). Returns whether it did (`false`: nothing done,
+   * for example because the client is not connected anyway). Must not throw.
+   * Optional.
+   */
+  reconnect?(): boolean;
   /**
    * `keySlots`: maps a (bounded) key to the key of its slot among `slots`,
    * with this store's keyed hash, so every process that shares the store

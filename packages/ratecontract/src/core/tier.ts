@@ -132,7 +132,9 @@ export class TierStore implements Store {
   readonly maxInFlight: number | undefined;
   readonly startupWaitMs: number | undefined;
   readonly breaker: Store['breaker'];
+  readonly deadConnectionMs: Store['deadConnectionMs'];
   readonly ready?: () => Promise<void>;
+  readonly reconnect?: () => boolean;
   readonly heartbeat?: (instanceId: string, ttlMs: number, now: number) => Promise<number>;
   readonly #inner: Store;
   readonly #clock: Clock;
@@ -154,7 +156,9 @@ export class TierStore implements Store {
     this.maxInFlight = inner.maxInFlight;
     this.startupWaitMs = inner.startupWaitMs;
     this.breaker = inner.breaker;
+    this.deadConnectionMs = inner.deadConnectionMs;
     if (inner.ready !== undefined) this.ready = inner.ready.bind(inner);
+    if (inner.reconnect !== undefined) this.reconnect = inner.reconnect.bind(inner);
     if (inner.heartbeat !== undefined) this.heartbeat = inner.heartbeat.bind(inner);
     this.#clock = clock;
     this.#replicas = currentReplicas;

@@ -4,7 +4,7 @@
 // whose tsconfig loads no @types by itself (`types: []`, the `tsc --init`
 // default of TypeScript 5.9 and 7). @types/node is an optional peer.
 /** Helpers for node sockets and responses, shared by the node:http, Express and Fastify adapters. */
-import type { ServerResponse } from 'node:http';
+import { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Decision } from '../core/types.js';
 import { releaseOnce } from './release.js';
@@ -64,6 +64,64 @@ export function writeResponse(res: ServerResponse, response: HttpResponse): void
 /** Sets a guard's fields on a node:http response. */
 export function setHeaders(res: ServerResponse, headers: Readonly<Record<string, string>>): void {
   for (const name in headers) res.setHeader(name, headers[name] as string);
+}
+
+/** The response's `writeHead` before `addFields` wrapped it. */
+const PREVIOUS_WRITE_HEAD = Symbol('ratecontract.writeHead');
+type WriteHead = (this: ServerResponse, statusCode: number, ...rest: unknown[]) => ServerResponse;
+type Wrapped = ServerResponse & { [PREVIOUS_WRITE_HEAD]?: WriteHead };
+
+/**
+ * `writeHead` of a response the guard added fields to. Once any field was
+ * set with `setHeader`, Node applies a flat field list given to `writeHead`
+ * (`['set-cookie', 'a=1', 'set-cookie', 'b=2']`, the `rawHeaders` form a
+ * proxy passes on) name by name with `setHeader`, so a repeated field keeps
+ * only its last line. This sets each name of the list once, with all its
+ * lines, then calls the original: the list replaces fields of the same
+ * names, as an object given to `writeHead` does, and keeps every line.
+ */
+function writeHeadKeepingRepeats(this: Wrapped, statusCode: number, ...rest: unknown[]): ServerResponse {
+  const original = this[PREVIOUS_WRITE_HEAD] ?? (Reflect.get(ServerResponse.prototype, 'writeHead') as WriteHead);
+  const fields = rest[rest.length - 1];
+  if (!Array.isArray(fields) || fields.length % 2 !== 0 || this.headersSent) return original.call(this, statusCode, ...rest);
+  const byName = new Map<string, { name: string; values: string[] }>();
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i] as unknown;
+    if (typeof name !== 'string' || name === '') continue;
+    const key = name.toLowerCase();
+    let entry = byName.get(key);
+    if (entry === undefined) {
+      entry = { name, values: [] };
+      byName.set(key, entry);
+    }
+    const value = fields[i + 1] as unknown;
+    if (Array.isArray(value)) for (const v of value) entry.values.push(String(v));
+    else entry.values.push(String(value));
+  }
+  for (const { name, values } of byName.values()) this.setHeader(name, values.length === 1 ? (values[0] as string) : values);
+  return original.call(this, statusCode, ...rest.slice(0, -1));
+}
+
+/**
+ * Adds a guard's fields to a node:http response the application goes on to
+ * write. The application's own fields set before or after are kept, each
+ * line of a repeated one (`Set-Cookie`, `Link`, `Vary`) included, whichever
+ * way it writes them (`setHeader`, `appendHeader`, or `writeHead` with an
+ * object or a flat list); a field it sets with a name of the guard's
+ * replaces the guard's, as `setHeader` does.
+ */
+export function addFields(res: ServerResponse, headers: Readonly<Record<string, string>>): void {
+  let added = false;
+  for (const name in headers) {
+    res.setHeader(name, headers[name] as string);
+    added = true;
+  }
+  if (!added) return;
+  // Once per response, over whatever writeHead it has (the prototype's, or a wrapper another middleware installed).
+  const current = Reflect.get(res, 'writeHead') as WriteHead;
+  if (current === writeHeadKeepingRepeats) return;
+  (res as Wrapped)[PREVIOUS_WRITE_HEAD] = current;
+  Reflect.set(res, 'writeHead', writeHeadKeepingRepeats);
 }
 
 /**

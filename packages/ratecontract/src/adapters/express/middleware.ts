@@ -4,7 +4,7 @@ import type { Decision } from '../../core/types.js';
 import { isJsonOrUntyped, parseJsonBody, readNodeBody, type BodyRead } from '../../http/body.js';
 import { HttpGuard, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
 import type { RequestContext } from '../../core/types.js';
-import { connectionSignal, peerAddress, releaseWhenDone, setHeaders, writeResponse } from '../../http/node-connection.js';
+import { addFields, connectionSignal, peerAddress, releaseWhenDone, writeResponse } from '../../http/node-connection.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -49,7 +49,7 @@ function apply(result: GuardResult, req: Request, res: Response, next: NextFunct
     return;
   }
   const decision = result.decision;
-  setHeaders(res, result.headers);
+  addFields(res, result.headers);
   if (decision !== undefined) {
     req.rateLimit = decision;
     res.locals['rateLimit'] = decision;

@@ -30,6 +30,27 @@ function toResponse(r: HttpResponse): Response {
   return new Response(r.body ?? null, { status: r.status, headers });
 }
 
+/**
+ * A rejection (429, 503, 413, shed) as the Response this middleware returns.
+ * Hono merges the fields set before it (`c.header`, `c.res.headers`: an
+ * earlier middleware's cookies, `Vary`, CORS fields) into the returned
+ * Response, the earlier value winning; so the names the contract answers with
+ * (`Cache-Control`, `Content-Type`, `Retry-After`, the rate-limit fields)
+ * are first removed from them: everything else the application set is kept,
+ * and the contract's own fields win.
+ */
+function rejection(c: Context, r: HttpResponse): Response {
+  const response = toResponse(r);
+  try {
+    // Reading c.res makes the fields set so far (c.header) part of the response Hono merges from.
+    const earlier = c.res.headers;
+    for (const name of response.headers.keys()) earlier.delete(name);
+  } catch {
+    // An earlier middleware's immutable Response: Hono's merge applies as it is.
+  }
+  return response;
+}
+
 function headerRecord(h: Headers): Record<string, string> {
   const out: Record<string, string> = {};
   h.forEach((value, name) => {
@@ -105,7 +126,7 @@ export function rateLimit<E extends Env = Env, Ctx extends object = RequestConte
       result = await guard.fail(error, c);
     }
     if (result.kind === 'gone') return new Response(null, { status: 499 });
-    if (result.kind === 'respond') return toResponse(result.response);
+    if (result.kind === 'respond') return rejection(c, result.response);
     const fields = Object.entries(result.headers);
     for (const [name, value] of fields) c.header(name, value);
     const decision = result.decision;

@@ -10,7 +10,7 @@ import { readNodeBody, type BodyRead } from '../../http/body.js';
 import { goesOnAsIs, HttpGuard, Unexpected, type GuardOptions, type GuardResult, type OptionsArgument, type RequestFacts } from '../../http/guard.js';
 import type { RequestContext } from '../../core/types.js';
 import { parseJsonBody } from '../../http/body.js';
-import { connectionSignal, peerAddress, releaseWhenDone, setHeaders, writeResponse } from '../../http/node-connection.js';
+import { addFields, connectionSignal, peerAddress, releaseWhenDone, writeResponse } from '../../http/node-connection.js';
 
 /** Options of `createGuard`: the shared adapter options, with the node:http request as `req`. */
 export type NodeGuardOptions<Ctx = RequestContext> = GuardOptions<IncomingMessage, Ctx>;
@@ -148,7 +148,7 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
     return false;
   }
   const decision = result.decision;
-  if (!res.headersSent) setHeaders(res, result.headers);
+  if (!res.headersSent) addFields(res, result.headers);
   if (decision !== undefined) (req as WithDecision)[DECISION] = decision;
   if (decision !== undefined && result.leases) releaseWhenDone(decision, req.socket, res);
   return true;

@@ -49,6 +49,17 @@ export interface ScriptRunner {
   onceReady(listener: () => void): () => void;
   /** Calls `listener` once when the client has ended for good (`'end'`); returns a function that removes it. */
   onceEnded(listener: () => void): () => void;
+  /**
+   * Replaces the client's connection, taken for silently dead, the way the
+   * client itself would after TCP reported the loss: ioredis
+   * `disconnect(true)` (reconnect), with the old socket destroyed at once
+   * rather than after `disconnectTimeout` waiting for a FIN that cannot
+   * come; node-redis (which has no reconnect call) `destroy()` and then
+   * `connect()`. Only for a standalone client that reports itself ready
+   * (ioredis `status === 'ready'`, node-redis `isReady`): one that is not is
+   * already reconnecting. Returns whether it did; never throws.
+   */
+  reconnect(): boolean;
 }
 
 type Loader = (text: string) => Promise<unknown>;
@@ -88,13 +99,59 @@ async function loadAll(loaders: readonly Loader[], scripts: readonly LuaScript[]
   await Promise.all(loaders.flatMap((load) => scripts.map((s) => load(s.text))));
 }
 
-/** `once(event, listener)` on an event-emitting client; returns the remover. */
-function once(client: object, event: string, listener: () => void): () => void {
-  const on = method(client, 'once');
+/** `once(event, listener)` on an event-emitting client, skipping emissions while `skip()` is true; returns the remover. */
+function once(client: object, event: string, listener: () => void, skip: () => boolean = () => false): () => void {
+  const on = method(client, 'on');
   const off = method(client, 'removeListener') ?? method(client, 'off');
   if (on === undefined) return () => undefined;
-  on(event, listener);
-  return () => void off?.(event, listener);
+  const heard = (): void => {
+    if (skip()) return;
+    off?.(event, heard);
+    listener();
+  };
+  on(event, heard);
+  return () => void off?.(event, heard);
+}
+
+const ignore = (): undefined => undefined;
+
+/** Runs `f`, swallowing what it throws or rejects with (a reconnect must never fail a check). */
+function quietly(f: () => unknown): boolean {
+  try {
+    const r = f();
+    if (r instanceof Promise) r.catch(ignore);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** ioredis: `disconnect(true)`, and the old socket destroyed at once. */
+function reconnectIoredis(c: object): boolean {
+  if ((c as { status?: unknown }).status !== 'ready') return false;
+  const disconnect = method(c, 'disconnect');
+  if (disconnect === undefined) return false;
+  const stream = (c as { stream?: unknown }).stream;
+  if (!quietly(() => disconnect(true))) return false;
+  // disconnect() ends the socket and waits up to disconnectTimeout (2 s) for the peer's FIN, which a dead flow never sends.
+  const destroy = method(stream, 'destroy');
+  if (destroy !== undefined) quietly(() => destroy());
+  return true;
+}
+
+/** node-redis: no reconnect call, so `destroy()` (v5; `disconnect()` in v4) and `connect()` again. */
+function reconnectNodeRedis(c: object, ending: { self: boolean }): boolean {
+  if ((c as { isReady?: unknown }).isReady !== true) return false;
+  const destroy = method(c, 'destroy') ?? method(c, 'disconnect');
+  const connect = method(c, 'connect');
+  if (destroy === undefined || connect === undefined) return false;
+  ending.self = true;
+  try {
+    if (!quietly(() => destroy())) return false;
+  } finally {
+    ending.self = false;
+  }
+  return quietly(() => connect());
 }
 
 /**
@@ -176,12 +233,15 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       preload,
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener),
+      reconnect: () => !isCluster && reconnectIoredis(c),
     };
   }
   if (hasMethod(client, 'evalSha') && hasMethod(client, 'eval')) {
     const c = client as NodeRedisLike;
     const isCluster = cluster ?? (hasMethod(client, 'getSlotRandomNode') || hasMethod(client, 'getSlotMaster'));
     const preload = async (scripts: readonly LuaScript[]): Promise<void> => loadAll(await nodeRedisLoaders(c, isCluster), scripts);
+    // The 'end' that our own destroy() emits before connect() is not the client ending.
+    const ending = { self: false };
     return {
       flavour: 'node-redis',
       cluster: isCluster,
@@ -193,7 +253,8 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       ),
       preload,
       onceReady: (listener) => once(c, 'ready', listener),
-      onceEnded: (listener) => once(c, 'end', listener),
+      onceEnded: (listener) => once(c, 'end', listener, () => ending.self),
+      reconnect: () => !isCluster && reconnectNodeRedis(c, ending),
     };
   }
   throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client: it has neither evalsha (ioredis) nor evalSha (node-redis)');

@@ -53,6 +53,32 @@ export interface RedisStoreOptions {
   /** Circuit breaker settings for this store (failure domain). Default: the limiter's. */
   readonly breaker?: BreakerOptions | undefined;
   /**
+   * A connection that died silently (no FIN, no RST: a NAT or load balancer
+   * that forgot the flow, a failover behind a virtual IP) never answers and
+   * never errors until TCP gives up, minutes later. When the store's calls
+   * have been outstanding this long (ms, on the limiter's clock) with not one
+   * reply, in time or late, the limiter takes the connection for dead: it
+   * does `onDeadConnection` and publishes `ratecontract:dead-connection`, at
+   * most once per this period while the silence lasts. A slow Redis is not
+   * silent (its late replies arrive); a paused or blocked one is, and is
+   * treated the same. `false`: never. Default 2000.
+   */
+  readonly deadConnectionMs?: number | false | undefined;
+  /**
+   * What the store does with a connection taken for dead (see
+   * `deadConnectionMs`). `'reconnect'` (default): replace it, on a
+   * standalone client that still reports itself ready; ioredis
+   * `disconnect(true)` with the old socket destroyed at once, node-redis
+   * (which has no reconnect call) `destroy()` then `connect()`, so your
+   * client emits `'end'` and `'ready'`. Whatever else was outstanding on
+   * that connection fails, or with ioredis's default
+   * `autoResendUnfulfilledCommands` is sent again on the new one.
+   * `'report'`: only publish `ratecontract:dead-connection` and leave the
+   * client alone (replace the connection yourself). On a Cluster the store
+   * only reports.
+   */
+  readonly onDeadConnection?: 'reconnect' | 'report' | undefined;
+  /**
    * Batching of checks on a standalone server. Checks that arrive in the
    * same tick of the event loop (before `process.nextTick` runs) are sent as
    * one script call that decides them in arrival order, each chain still
@@ -83,6 +109,7 @@ export interface BatchOptions {
 /** Every option `redisStore()` takes (an unknown one is refused, naming it). */
 export const REDIS_STORE_OPTIONS: readonly string[] = [
   'client', 'prefix', 'timeMode', 'clock', 'ttlGraceMs', 'keySecret', 'cluster', 'deadlineMs', 'maxInFlight', 'startupWaitMs', 'breaker', 'batch',
+  'deadConnectionMs', 'onDeadConnection',
 ];
 
 /** Checks per script call for `batch` (1 when batching is off). */

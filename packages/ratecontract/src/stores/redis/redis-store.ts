@@ -3,7 +3,7 @@ import { ConfigError, RateContractError } from '../../core/errors.js';
 import { slotKey as slotKeyOf } from '../../core/keys.js';
 import { refuseUnknown } from '../../core/options.js';
 import { storeErrorChannel } from '../../core/events.js';
-import { DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
+import { DEFAULT_DEAD_CONNECTION_MS, DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
 import { adaptClient, type ScriptRunner } from './client.js';
 import { batchSize, REDIS_STORE_OPTIONS, type RedisStoreOptions } from './options.js';
@@ -26,7 +26,7 @@ interface Queued extends ChainCall {
  * tables to these): `maxChecks` per batched script call is 16 with ioredis,
  * 64 with node-redis.
  */
-export const REDIS_STORE_DEFAULTS = Object.freeze({ prefix: 'rc:', timeMode: 'server', ttlGraceMs: 0, maxChecks: 16, maxChecksNodeRedis: 64 } as const);
+export const REDIS_STORE_DEFAULTS = Object.freeze({ prefix: 'rc:', timeMode: 'server', ttlGraceMs: 0, maxChecks: 16, maxChecksNodeRedis: 64, onDeadConnection: 'reconnect' } as const);
 
 const SCRIPTS = [chainScript, refundScript, releaseScript, heartbeatScript, peekScript, clearScript];
 
@@ -49,6 +49,8 @@ export class RedisStore implements Store {
   readonly maxInFlight: number | undefined;
   readonly startupWaitMs: number;
   readonly breaker: BreakerOptions | undefined;
+  readonly deadConnectionMs: number | false;
+  readonly onDeadConnection: 'reconnect' | 'report';
   readonly #runner: ScriptRunner;
   #becameReady: Promise<void> | undefined;
   readonly #clock: Clock | undefined;
@@ -96,7 +98,27 @@ export class RedisStore implements Store {
     }
     this.startupWaitMs = startupWaitMs;
     this.breaker = options.breaker;
+    const dead = options.deadConnectionMs ?? DEFAULT_DEAD_CONNECTION_MS;
+    if (dead !== false && (typeof dead !== 'number' || !Number.isFinite(dead) || dead <= 0)) {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.deadConnectionMs', `must be a positive number of ms or false, got ${String(dead)}`);
+    }
+    this.deadConnectionMs = dead;
+    const onDead = options.onDeadConnection ?? REDIS_STORE_DEFAULTS.onDeadConnection;
+    if (onDead !== 'reconnect' && onDead !== 'report') {
+      throw new ConfigError('RC_INVALID_OPTION', 'redisStore.onDeadConnection', `must be 'reconnect' or 'report', got ${JSON.stringify(onDead)}`);
+    }
+    this.onDeadConnection = onDead;
     this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? REDIS_STORE_DEFAULTS.maxChecksNodeRedis : REDIS_STORE_DEFAULTS.maxChecks);
+  }
+
+  /**
+   * The limiter found this store's connection silently dead (calls
+   * outstanding for `deadConnectionMs`, not one reply): with
+   * `onDeadConnection: 'reconnect'`, replaces it (see that option). Returns
+   * whether it did; never throws.
+   */
+  reconnect(): boolean {
+    return this.onDeadConnection === 'reconnect' && this.#runner.reconnect();
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
