@@ -359,7 +359,7 @@ describe('a silently dead connection is replaced', () => {
 describe('documented defaults', () => {
   it('docs/fail-modes.md states the cool-downs the code applies; docs/redis.md the dead-connection period', () => {
     const cell = (file: string, option: string): string => {
-      const doc = readFileSync(new URL(`../../docs/${file}`, import.meta.url), 'utf8');
+      const doc = readFileSync(new URL(`../../../docs/${file}`, import.meta.url), 'utf8');
       const line = doc.split('\n').find((l) => l.startsWith(`| \`${option}\` |`));
       if (line === undefined) throw new Error(`docs/${file} has no table row for ${option}`);
       return (line.split('|')[2] as string).trim();

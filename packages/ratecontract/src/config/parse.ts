@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
+import type * as YamlModule from 'yaml';
 import type { Document, LineCounter } from 'yaml';
 import { ConfigError } from '../core/errors.js';
 import { ConfigFileError } from './errors.js';
@@ -18,7 +19,7 @@ export interface ParseConfigOptions {
   readonly checkFiles?: boolean | undefined;
 }
 
-type Yaml = typeof import('yaml');
+type Yaml = typeof YamlModule;
 let yaml: Yaml | null | undefined;
 /**
  * `yaml` is an optional peer: loaded on the first parse. Without it, a
