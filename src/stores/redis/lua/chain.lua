@@ -68,6 +68,10 @@ for j = 1, nspecs do
   local b = 4 + 7 * (j - 1)
   spec_algo[j] = algo(ARGV[b + 1])
   spec_params[j] = params(ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
+  if grace == 0 then
+    -- A lease's TTL is the window when it is the latest: the ARGV string is that TTL, formatted already.
+    TTL_ARG[spec_params[j].window] = ARGV[b + 3]
+  end
   local flags = tonumber(ARGV[b + 6])
   spec_shadow[j] = flags % 2 == 1
   spec_count[j] = flags >= 2
