@@ -83,7 +83,7 @@ describe('keys in Redis (server time)', () => {
       const leaseKeys = await scanAll(client, 'kt:k-conc:*');
       expect(leaseKeys).toEqual([]);
     } finally {
-      limiter.close();
+      await limiter.close();
     }
   });
 
@@ -100,7 +100,7 @@ describe('keys in Redis (server time)', () => {
     expect(await scanAll(client, 'kr:*')).toHaveLength(1);
     await store.refund([op], 0);
     expect(await scanAll(client, 'kr:*')).toEqual([]);
-    limiter.close();
+    await limiter.close();
   });
 
   it('when another store rejects, the limiter refund gives back at the instant Redis decided (server time)', async () => {
@@ -141,7 +141,7 @@ describe('keys in Redis (server time)', () => {
       expect(log.length).toBe(2);
       expect(log[1]).toBe(1);
     } finally {
-      limiter.close();
+      await limiter.close();
     }
   });
 });

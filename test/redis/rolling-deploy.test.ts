@@ -216,7 +216,7 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
       expect(await news().exists(formatOneStateKey(prefix, id, 'alice'), store.keyFor(id, 'alice'))).toBe(0);
       expect((await old.evaluate([{ limit: compiled, key: 'alice', cost: 1, leaseId: undefined }], 0))[0]?.allowed).toBe(true);
     } finally {
-      limiter.close();
+      await limiter.close();
     }
   });
 
