@@ -20,6 +20,7 @@ import { redisStore } from '../../src/stores/redis/index.js';
 import { decodeState, encodeState } from '../../src/stores/redis/state-codec.js';
 import { fcBudget } from '../helpers/fc-budget.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
+import { SERVER_IMPL } from './helpers/redis-server.js';
 
 const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 const io = (): Redis => ioredis().client as Redis;
@@ -110,6 +111,12 @@ async function harness(...args: Array<string | Buffer>): Promise<Buffer | Buffer
 const ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'];
 
 describe('state format 2: the TypeScript codec and the Lua twins pack the same bytes', () => {
+  it(`runs on the server RC_REDIS_IMPL names (${SERVER_IMPL})`, async () => {
+    const info = await io().info('server');
+    if (SERVER_IMPL === 'valkey') expect(info).toMatch(/^valkey_version:8\./m);
+    else expect(info).not.toMatch(/valkey_version/);
+  });
+
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: TS encode -> Lua decode -> Lua encode gives the same numbers and bytes; Lua encode -> TS decode gives the state back (property, up to 2^53)`, async () => {
       let runs = 0;
