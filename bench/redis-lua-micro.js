@@ -16,7 +16,7 @@ local function us() local t = redis.call('TIME'); return tonumber(t[1]) * 1e6 + 
 local N = ${N}
 local a = algo('gcra')
 local p = params('10', '3600000', '100000000', '0')
-local raw = '1796030550666 5'
+local raw = struct.pack('<dd', 1796030550666, 5)
 local st = a.decode(raw)
 local now = 1796030550000
 local res = {}
@@ -29,12 +29,12 @@ bench('empty loop', function() end)
 bench('params() (one table per op)', function() return params('10', '3600000', '100000000', '0') end)
 bench('op table', function() return { a = a, p = p, cost = 1, shadow = false, count_rejected = false, lease = '' } end)
 bench("redis.call('GET')", function() return redis.call('GET', 'x') end)
-bench('gcra decode (string.gmatch)', function() return a.decode(raw) end)
+bench('gcra decode (struct.unpack)', function() return a.decode(raw) end)
 bench('gcra decide', function() return a.decide(st, now, 1, p) end)
-bench('gcra encode (2 x string.format)', function() return a.encode(st) end)
+bench('gcra encode (struct.pack)', function() return a.encode(st) end)
 bench("redis.call('SET', k, v, 'PX', ttl)", function() return redis.call('SET', 'x', raw, 'PX', '360000000') end)
 bench('save() (expires + encode + fmt + SET)', function() return save('y', a, p, st, now, 0, nil) end)
-bench('reply: 1 + 8 integers', function() local o = {} for j = 1, 9 do o[#o + 1] = j end return o end)
+bench('reply: 1 + 2 integers', function() local o = {} for j = 1, 3 do o[#o + 1] = j end return o end)
 bench("redis.call('TIME')", function() return redis.call('TIME') end)
 return res`;
 

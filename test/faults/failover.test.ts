@@ -176,8 +176,8 @@ describe('failover under load', () => {
     const samples = await run;
     meter.disable();
     const stallMs = meter.max / 1e6;
-    l.shared.close();
-    l.abuse.close();
+    await l.shared.close();
+    await l.abuse.close();
 
     expect(promotedAt, 'a replica was promoted').toBeDefined();
     const promoted = promotedAt as number;
@@ -264,8 +264,8 @@ describe('failover under load', () => {
     const samples = await run;
     meter.disable();
     const stallMs = meter.max / 1e6;
-    l.shared.close();
-    l.abuse.close();
+    await l.shared.close();
+    await l.abuse.close();
 
     expect(promotedAt, 'Sentinel promoted the replica').toBeDefined();
     const promoted = promotedAt as number;

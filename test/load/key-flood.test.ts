@@ -165,7 +165,7 @@ describe('a flood of invented keys at a Redis with maxmemory 64mb (noeviction)',
     const limiter = await setUp('unbounded:', undefined);
     const r = await flood(limiter, 'unbounded', FLOOD_KEYS, 20_000, 50_000);
     keysAtOom = r.firstOomAt;
-    limiter.close();
+    await limiter.close();
     const detail = JSON.stringify(r);
     console.log(`key flood without keySlots: ${detail}`);
     expect(r.oomErrors, detail).toBeGreaterThan(0);
@@ -182,7 +182,7 @@ describe('a flood of invented keys at a Redis with maxmemory 64mb (noeviction)',
     const limiter = await setUp('bounded:', SLOTS);
     const bound = baseline + SLOTS * bytesPerKey(compileLimit(definition(SLOTS), 'limits[0]', new Set()));
     const r = await flood(limiter, 'bounded', FLOOD_KEYS, undefined, FLOOD_MS);
-    limiter.close();
+    await limiter.close();
     const dbsize = Number((await redisCli((redis as RedisServer).port, 'dbsize')).trim());
     const detail = JSON.stringify({ ...r, baseline, bound, dbsize, keysAtOom });
     console.log(`key flood with keySlots ${SLOTS}: ${detail}`);

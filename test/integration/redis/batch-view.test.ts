@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { algorithms, type AlgorithmName, type CompiledLimit, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
 import { runChain } from '../../../packages/ratecontract/src/core/chain.js';
 import { compileLimit } from '../../../packages/ratecontract/src/core/compile.js';
-import { batchArgs, decodeBatchReply, decodeState, type ChainCall } from '../../../packages/ratecontract/src/stores/redis/codec.js';
+import { batchArgs, decodeBatchReply, type ChainCall } from '../../../packages/ratecontract/src/stores/redis/codec.js';
+import { decodeState } from '../../../packages/ratecontract/src/stores/redis/state-codec.js';
 import { chainScript } from '../../../packages/ratecontract/src/stores/redis/scripts.generated.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
 
@@ -121,11 +122,7 @@ async function compare(specs: readonly LimitSpec[], plan: readonly Batch[], clie
       chains.push({ ops, now: clientTime ? at : undefined });
       chainKeys.push(keys);
     }
-    const reply = decodeBatchReply(
-      await runScript(chainKeys.flat(), batchArgs(chains, clientTime ? GRACE_MS : 0, false)),
-      chains.map((c) => c.ops.length),
-      false,
-    );
+    const reply = decodeBatchReply(await runScript(chainKeys.flat(), batchArgs(chains, clientTime ? GRACE_MS : 0, false)), chains, false);
     chains.forEach((c, j) => {
       const keys = chainKeys[j] as string[];
       const decidedAt = (reply[j] as { now: number }).now;
@@ -145,7 +142,7 @@ async function compare(specs: readonly LimitSpec[], plan: readonly Batch[], clie
     for (const [key, state] of states) {
       const limit = limits.find((l) => key.startsWith(`${prefix}${l.id}:`)) as CompiledLimit;
       const live = state !== undefined && algorithms[limit.algorithm].expiresAt(state, limit.params) > (writtenAt.get(key) as number);
-      const stored = await raw().get(key);
+      const stored = await raw().getBuffer(key);
       if (!live) {
         expect(stored, key).toBeNull();
         continue;
@@ -182,7 +179,7 @@ describe('chain.lua: one read and one write per distinct key per call', () => {
       otp.forEach((limit, i) => keys.push(`${prefix}${limit.id}:${userKeys[i] as string}`));
     }
     const before = await commandCalls();
-    const reply = decodeBatchReply(await runScript(keys, batchArgs(chains, 0, false)), Array<number>(16).fill(4), false);
+    const reply = decodeBatchReply(await runScript(keys, batchArgs(chains, 0, false)), chains, false);
     const after = await commandCalls();
     expect(reply.every((c) => c.results.every((r) => r.consumed))).toBe(true);
     expect(reply.map((c) => c.results[3]?.remaining)).toEqual(Array.from({ length: 16 }, (_, i) => 9999 - i));
@@ -196,11 +193,51 @@ describe('chain.lua: one read and one write per distinct key per call', () => {
     await runScript(Array<string>(100).fill(key), batchArgs(fill, 0, false));
     const batch: ChainCall[] = Array.from({ length: 16 }, (_, i) => ({ ops: [{ limit, key: 'k', cost: 1, leaseId: `new-${i}` }], now: undefined }));
     const before = await commandCalls();
-    const reply = decodeBatchReply(await runScript(Array<string>(16).fill(key), batchArgs(batch, 0, false)), Array<number>(16).fill(1), false);
+    const reply = decodeBatchReply(await runScript(Array<string>(16).fill(key), batchArgs(batch, 0, false)), batch, false);
     const after = await commandCalls();
     expect(reply.map((c) => c.results[0]?.remaining)).toEqual(Array.from({ length: 16 }, (_, i) => 200 - 101 - i));
     expect({ get: (after.get ?? 0) - (before.get ?? 0), set: (after.set ?? 0) - (before.set ?? 0) }).toEqual({ get: 1, set: 1 });
-    expect((decodeState('concurrency', (await raw().get(key)) as string) as unknown[]).length).toBe(116);
+    expect((decodeState('concurrency', (await raw().getBuffer(key)) as Buffer) as unknown[]).length).toBe(116);
+  });
+
+  it('the reply is the smallest that carries the decisions: 2 integers per plain admitted op, the server time once per call, a code only for the rest', async () => {
+    const gcra = compileLimit({ name: 'g', purpose: 'shedding', algorithm: 'gcra', limit: 2, window: 60_000 }, 'limits[0]', new Set());
+    const queue = compileLimit({ name: 'q', purpose: 'shedding', algorithm: 'leaky-bucket', mode: 'queue', limit: 10, window: 1000 }, 'limits[1]', new Set());
+    const prefix = `bv:${randomBytes(5).toString('hex')}:`;
+    const op = (limit: CompiledLimit, key: string, cost: number): StoreOp => ({ limit, key, cost, leaseId: undefined });
+    const chains: ChainCall[] = [
+      { ops: [op(gcra, 'a', 1)], now: undefined },
+      { ops: [op(gcra, 'a', 1)], now: undefined },
+      { ops: [op(gcra, 'a', 1)], now: undefined },
+      { ops: [op(gcra, 'a', 0)], now: undefined },
+      { ops: [op(queue, 'b', 1)], now: undefined },
+      { ops: [op(queue, 'b', 1)], now: undefined },
+    ];
+    const keys = chains.map((c) => `${prefix}${c.ops[0]?.limit.id as string}:${c.ops[0]?.key as string}`);
+    const reply = (await runScript(keys, batchArgs(chains, 0, false))) as number[];
+    // now; admitted x2 (remaining, reset); rejected (-2, remaining, reset, retry); a cost-0 peek (-1, remaining, reset);
+    // a queued admission without delay, then one with a delay (-3, remaining, reset, delay).
+    expect(reply.length).toBe(1 + 2 + 2 + 4 + 3 + 2 + 4);
+    expect([reply[1], reply[3], reply[5], reply[9], reply[14]]).toEqual([1, 0, -2, -1, -3]);
+    const decoded = decodeBatchReply(reply, chains, false);
+    expect(decoded.map((c) => c.now)).toEqual(Array<number>(6).fill(reply[0] as number));
+    expect(decoded.map((c) => [c.results[0]?.allowed, c.results[0]?.consumed, c.results[0]?.delayMs])).toEqual([
+      [true, true, 0],
+      [true, true, 0],
+      [false, false, 0],
+      [true, false, 0],
+      [true, true, 0],
+      [true, true, 100],
+    ]);
+    // Client time: the caller knows each chain's now, so the reply does not carry it.
+    const at = 1_700_000_000_000;
+    const client: ChainCall[] = [{ ops: [op(gcra, 'c', 1)], now: at }, { ops: [op(gcra, 'd', 1)], now: at + 5 }];
+    const clientReply = (await runScript([`${prefix}g:c`, `${prefix}g:d`], batchArgs(client, GRACE_MS, false))) as number[];
+    expect(clientReply).toEqual([1, 30_000, 1, 30_000]);
+    expect(decodeBatchReply(clientReply, client, false).map((c) => c.now)).toEqual([at, at + 5]);
+    // A reply that does not fit the chains is refused.
+    expect(() => decodeBatchReply([...clientReply, 0], client, false)).toThrow(/malformed chain reply/);
+    expect(() => decodeBatchReply([-4, 0, 0, 0], client.slice(0, 1), false)).toThrow(/malformed chain reply/);
   });
 
   for (const clientTime of [true, false]) {

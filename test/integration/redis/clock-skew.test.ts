@@ -46,8 +46,8 @@ describe('clock skew between replicas', () => {
       expect(drift).toBeGreaterThanOrEqual(-1);
       expect(drift).toBeLessThanOrEqual(cur.done - prev.sent + 2);
     }
-    a.close();
-    b.close();
+    await a.close();
+    await b.close();
   });
 
   it('control: in client-time mode the limiter 30 s ahead sees a refilled bucket', async () => {
@@ -59,7 +59,7 @@ describe('clock skew between replicas', () => {
     for (let i = 0; i < 4; i++) expect((await a.check({})).allowed).toBe(true);
     expect((await a.check({})).allowed).toBe(false);
     expect((await b.check({})).allowed).toBe(true); // 30 s of refill at 4/min = 2 more
-    a.close();
-    b.close();
+    await a.close();
+    await b.close();
   });
 });

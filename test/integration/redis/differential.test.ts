@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { algorithms, type AlgorithmName, type CompiledLimit, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
 import { compileLimit } from '../../../packages/ratecontract/src/core/compile.js';
 import { redisStore } from '../../../packages/ratecontract/src/stores/redis/index.js';
-import { decodeState } from '../../../packages/ratecontract/src/stores/redis/codec.js';
+import { decodeState, encodeState } from '../../../packages/ratecontract/src/stores/redis/state-codec.js';
 import { ADVERSARIAL_SLIDING, quotaParamsArb } from '../../helpers/fc-budget.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
 import type { Redis } from 'ioredis';
@@ -137,7 +137,7 @@ async function clientTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
     }
     // The stored state is the TypeScript state, bit for bit, while it is live.
     const st = states.get(step.key);
-    const raw = await client.get(store.keyFor(limit.id, key));
+    const raw = await client.getBuffer(store.keyFor(limit.id, key));
     if (st !== undefined && algo.expiresAt(st, limit.params) > now) {
       if (raw === null) throw new Error(`step ${s}: state of ${key} missing in Redis, expected ${JSON.stringify(st)}`);
       expect(decodeState(v.algorithm, raw)).toEqual(st);
@@ -160,7 +160,7 @@ async function serverNow(client: Redis): Promise<number> {
  * `st` is live; absent, or expired, once it is not. `later` is a server time
  * read after `raw` (a short-lived key may have expired by its TTL meanwhile).
  */
-function storedIs(v: (typeof VARIANTS)[number], limit: CompiledLimit, st: unknown, raw: string | null, now: number, later: number): boolean {
+function storedIs(v: (typeof VARIANTS)[number], limit: CompiledLimit, st: unknown, raw: Buffer | null, now: number, later: number): boolean {
   const algo = algorithms[v.algorithm];
   if (st !== undefined && algo.expiresAt(st, limit.params) > now) {
     if (raw === null) return algo.expiresAt(st, limit.params) <= later + 1;
@@ -194,7 +194,7 @@ async function serverTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
     // Server time: the store reports the server's instant, between the TIMEs read around the call.
     expect(full?.decidedAt).toBeGreaterThanOrEqual(before);
     expect(full?.decidedAt).toBeLessThanOrEqual(after);
-    const raw = await client.get(redisKey);
+    const raw = await client.getBuffer(redisKey);
     const later = await serverNow(client);
     let decidedAt: number | undefined;
     let next: unknown;
@@ -208,16 +208,16 @@ async function serverTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
       next = st;
     }
     if (decidedAt === undefined) {
-      throw new Error(`step ${s}, server time ${before}..${after}, key ${key}, cost ${step.cost}: no instant gives ${got === undefined ? 'nothing' : show(got)} and state ${String(raw)} (state before: ${JSON.stringify(pre)})`);
+      throw new Error(`step ${s}, server time ${before}..${after}, key ${key}, cost ${step.cost}: no instant gives ${got === undefined ? 'nothing' : show(got)} and state ${raw === null ? 'none' : JSON.stringify(decodeState(v.algorithm, raw))} (state before: ${JSON.stringify(pre)})`);
     }
     if (got?.consumed === true && step.refund && next !== undefined) {
       next = algo.refund(next, decidedAt, step.cost, limit.params, op.leaseId);
       // The store refunds at the instant the op was decided.
       await store.refund([op], 0);
-      const rawBack = await client.get(redisKey);
+      const rawBack = await client.getBuffer(redisKey);
       const laterBack = await serverNow(client);
       if (!storedIs(v, limit, next, rawBack, decidedAt, laterBack)) {
-        throw new Error(`step ${s}: after the refund at ${decidedAt}, Redis holds ${String(rawBack)}, expected ${JSON.stringify(next)}`);
+        throw new Error(`step ${s}: after the refund at ${decidedAt}, Redis holds ${rawBack === null ? 'nothing' : JSON.stringify(decodeState(v.algorithm, rawBack))}, expected ${JSON.stringify(next)}`);
       }
     }
     if (next === undefined) states.delete(step.key);
@@ -298,14 +298,14 @@ describe('the sliding-window twin where doubles would round the wrong way (clien
     const held = prev - Number((BigInt(prev) * BigInt(elapsed)) / BigInt(W));
     for (const cost of [limit.params.limit - held, limit.params.limit - held + 1]) {
       // Both sides start from the same stored state: a previous window's count of prev.
-      await client.set(store.keyFor(limit.id, 'k'), `${w} 0 ${prev}`, 'PX', 600_000);
+      await client.set(store.keyFor(limit.id, 'k'), Buffer.from(encodeState('sliding-window', state)), 'PX', 600_000);
       const want = expected(algorithms['sliding-window'].decide(state, now, cost, limit.params), cost);
       const got = figuresOf((await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], now))[0]);
       expect(got).toEqual(want);
       if (got !== undefined && got.allowed === false) {
         // At the reported retry instant both admit; one ms before, both reject.
         for (const at of [now + got.retryAfterMs, now + got.retryAfterMs - 1]) {
-          await client.set(store.keyFor(limit.id, 'k'), `${w} 0 ${prev}`, 'PX', 600_000);
+          await client.set(store.keyFor(limit.id, 'k'), Buffer.from(encodeState('sliding-window', state)), 'PX', 600_000);
           const again = figuresOf((await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], at))[0]);
           expect(again).toEqual(expected(algorithms['sliding-window'].decide(state, at, cost, limit.params), cost));
           expect(again?.allowed).toBe(at === now + got.retryAfterMs);

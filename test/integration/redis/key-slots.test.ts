@@ -62,7 +62,7 @@ describe('keySlots on a standalone Redis', () => {
       const keys = await keysUnder(prefix);
       expect(keys.length).toBeLessThanOrEqual(most);
       expect(keys.length).toBeGreaterThan(most * 0.9);
-      limiter.close();
+      await limiter.close();
     }
   });
 
@@ -82,8 +82,8 @@ describe('keySlots on a standalone Redis', () => {
     const differ = keys.filter((k) => sa.slotKey(k, 1024) !== sb.slotKey(k, 1024)).length;
     expect(differ).toBeGreaterThan(190);
     expect(keys.every((k) => sa.slotKey(k, 1024) === redisStore({ client: client(), keySecret: 's3cret' }).slotKey(k, 1024))).toBe(true);
-    a.close();
-    b.close();
+    await a.close();
+    await b.close();
   });
 
   it('the bytes per key audit states are at least what Redis spends, for every algorithm', async () => {
@@ -104,7 +104,7 @@ describe('keySlots on a standalone Redis', () => {
         for (let i = 0; i < keys; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => limiter.check({ principal: `u${i + j}` })));
       }
       measured[algorithm] = ((await used()) - before) / keys;
-      limiter.close();
+      await limiter.close();
       expect(measured[algorithm], JSON.stringify(measured)).toBeLessThanOrEqual(bytesPerKey(compileLimit(def, 'limits[0]', new Set())));
       expect(measured[algorithm], JSON.stringify(measured)).toBeGreaterThan(100);
     }
@@ -113,14 +113,14 @@ describe('keySlots on a standalone Redis', () => {
 });
 
 describe('keySlots on a Redis Cluster', () => {
-  it('with a hash-tagged prefix, a chain\'s slot keys and plain keys share one hash slot', () => {
+  it('with a hash-tagged prefix, a chain\'s slot keys and plain keys share one hash slot', async () => {
     const store = redisStore({ client: clusterClient as Cluster, prefix: 'rc:{otp}:' });
     const limiter = createLimiter({ store, limits: [otp(4096), { name: 'ip', purpose: 'abuse', limit: 10, window: '1m', key: 'ip' }] });
     const slotOf = (limitIndex: number, key: string): number => keySlot(store.keyFor(limiter.limits[limitIndex]?.id as string, key));
     const slotted = store.slotKey('+15550001', 4096);
     expect(slotted).toMatch(/^%\d+$/);
     expect(slotOf(0, slotted)).toBe(slotOf(1, '10.0.0.1'));
-    limiter.close();
+    await limiter.close();
   });
 
   it('without a tag, slot keys spread over the masters, and the limit decides as on the memory store', async () => {
@@ -140,7 +140,7 @@ describe('keySlots on a Redis Cluster', () => {
     // 300 keys over 16,384 hash slots: well spread (so over all three masters' ranges).
     expect(slots.size).toBeGreaterThan(250);
     expect([...slots].some((s) => s < 5461) && [...slots].some((s) => s > 10922)).toBe(true);
-    limiter.close();
-    spread.close();
+    await limiter.close();
+    await spread.close();
   });
 });

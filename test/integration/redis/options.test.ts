@@ -57,9 +57,9 @@ describe('redisStore options', () => {
     const plain = redisStore({ client: io });
     const secret = redisStore({ client: io, prefix: 'x:', keySecret: 's3cret' });
     const k = plain.keyFor('otp:gcra', '+15550001');
-    expect(k).toMatch(/^rc:otp:gcra:[A-Za-z0-9_-]{22}$/);
+    expect(k).toMatch(/^rc:otp:gcra:v2:[A-Za-z0-9_-]{22}$/);
     expect(k).not.toContain('15550001');
-    expect(secret.keyFor('otp:gcra', '+15550001')).toMatch(/^x:otp:gcra:[A-Za-z0-9_-]{22}$/);
+    expect(secret.keyFor('otp:gcra', '+15550001')).toMatch(/^x:otp:gcra:v2:[A-Za-z0-9_-]{22}$/);
     expect(secret.keyFor('otp:gcra', '+15550001').slice(2)).not.toBe(k.slice(3));
     expect(plain.keyFor('otp:gcra', 'a')).not.toBe(plain.keyFor('otp:gcra', 'b'));
   });

@@ -120,12 +120,12 @@ describe('one validation path with the library', () => {
     expect(fromFile.code).toBe((error as ConfigError).code);
   });
 
-  it('every limit in the file compiles exactly as createLimiter compiles it', () => {
+  it('every limit in the file compiles exactly as createLimiter compiles it', async () => {
     const c = demoConfig();
     const lib = createLimiter({ limits: c.limits, stores: Object.fromEntries(Object.keys(c.stores).map((n) => [n, memoryStore()])) });
     const strip = (l: { key: unknown }) => ({ ...l, key: undefined });
     expect(c.compiled.map(strip)).toEqual(lib.limits.map(strip));
-    lib.close();
+    await lib.close();
   });
 
   it('a misspelt algorithm is hinted in the library too', () => {

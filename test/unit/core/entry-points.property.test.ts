@@ -245,7 +245,7 @@ describe('every entry point makes the same decision, events and key-function cal
           unsubscribe(CHANNELS.decision, onDecision);
           unsubscribe(CHANNELS.keyError, onKeyError);
           unsubscribe(CHANNELS.costError, onCostError);
-          for (const lane of lanes) lane.limiter.close();
+          await Promise.all(lanes.map((lane) => lane.limiter.close()));
         }
         // The same events, in the same order, from every lane.
         const perLane = lanes.map((_, j) => events.filter((e) => e.lane === j).map((e) => `${e.channel}:${e.payload}`));

@@ -108,7 +108,7 @@ describe('event payloads', () => {
     await planned.reset('tenant', { ip: 'a' });
     // heartbeat failure
     await new Promise((r) => setTimeout(r, 30));
-    limiter.close();
+    await limiter.close();
 
     const channels = new Set(seen.map((e) => e.channel));
     expect([...channels].sort()).toEqual((Object.keys(CHANNELS)).sort());

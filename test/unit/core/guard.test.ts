@@ -200,8 +200,8 @@ describe('replica discovery', () => {
     while ((a.replicas !== 2 || b.replicas !== 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect([a.replicas, b.replicas]).toEqual([2, 2]);
     expect(seen.length).toBeGreaterThan(0);
-    a.close();
-    b.close();
+    await a.close();
+    await b.close();
   });
 
   it("'discover' needs a store that can heartbeat", () => {

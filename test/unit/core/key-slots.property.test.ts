@@ -90,7 +90,7 @@ async function drive(s: Scenario, slots: number | undefined, maxCost: number): P
     admitted.push(d.allowed);
     if (d.allowed && s.algorithm === 'concurrency') held.push({ until: t + s.holdMs, release: () => d.release() });
   }
-  limiter.close();
+  await limiter.close();
   return { admitted };
 }
 
@@ -167,13 +167,13 @@ describe('keySlots: a collision only ever makes a limit stricter', () => {
           if (d.allowed) held.push({ until: t + Math.min(s.holdMs, s.windowMs), cost, release: () => d.release() });
           expect(held.reduce((x, h) => x + h.cost, 0)).toBeLessThanOrEqual(s.limit);
         }
-        limiter.close();
+        await limiter.close();
       }),
       fcBudget({ runs: 200, ms: 4000 }),
     );
   }, 60_000);
 
-  it('the same key always lands in the same slot, and slot keys stay within the slot space', () => {
+  it('the same key always lands in the same slot, and slot keys stay within the slot space', async () => {
     let t = 0;
     const limiter = createLimiter({ clock: { now: () => t }, store: memoryStore(), limits: [{ name: 'l', purpose: 'abuse', limit: 1, window: '1h', key: 'principal', keySlots: 1 }] });
     // One slot: a second key shares the first one's budget.
@@ -181,7 +181,7 @@ describe('keySlots: a collision only ever makes a limit stricter', () => {
     expect(limiter.checkSync({ principal: 'someone-else' })?.allowed).toBe(false);
     t += 3_600_000;
     expect(limiter.checkSync({ principal: 'someone-else' })?.allowed).toBe(true);
-    limiter.close();
+    await limiter.close();
   });
 
   it('refuses a keySlots that is not an integer from 1 to 2^32, naming the option', () => {

@@ -162,7 +162,7 @@ describe('limiter.reset', () => {
     expect((await limiter.check(ctx)).allowed).toBe(false);
     await limiter.reset('otp', ctx);
     expect((await limiter.check(ctx)).allowed).toBe(true);
-    limiter.close();
+    await limiter.close();
   });
 
   it('refuses an unknown limit by name, a context without a key, an unknown option', async () => {

@@ -5,7 +5,7 @@ const base: LimitDefinition = { name: 'a', purpose: 'abuse', algorithm: 'fixed-w
 
 function refused(def: Partial<LimitDefinition>, replicas: number | 'discover' = 1): ConfigError {
   try {
-    createLimiter({ replicas, limits: [{ ...base, ...def }] }).close();
+    void createLimiter({ replicas, limits: [{ ...base, ...def }] }).close();
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return error as ConfigError;

@@ -207,11 +207,11 @@ describe('two-tier: lease mode never over-admits (simulated processes on one sha
     };
     // The shared counter holds 1 + 10, so a plain check sees 100 - 11 - 1 left.
     expect(await remaining()).toBe(88);
-    a.close();
+    await a.close();
     await new Promise((r) => setImmediate(r));
     // The 9 unspent units are back: 100 - 2 (a's) - 2 (the plain checks) left.
     expect(await remaining()).toBe(96);
-    b.close();
+    await b.close();
   });
 });
 

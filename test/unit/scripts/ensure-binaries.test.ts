@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,6 +106,91 @@ describe('scripts/ensure-redis.sh', () => {
     const r = run('ensure-redis.sh');
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n').at(-1)).toBe('ensure-redis: still missing after apt-get: redis-sentinel');
+  });
+});
+
+describe('scripts/ensure-valkey.sh', () => {
+  /** A fake system: os-release with `codename`, an apt sources dir (holding `sources` if given) and no /etc/apt/sources.list. */
+  function system(codename: string, sources?: string): Record<string, string> {
+    const dir = join(bin, 'sources.list.d');
+    mkdirSync(dir);
+    if (sources !== undefined) writeFileSync(join(dir, 'debian.sources'), sources);
+    writeFileSync(join(bin, 'os-release'), `ID=debian\nVERSION_CODENAME=${codename}\n`);
+    return { RATECONTRACT_APT_SOURCES_DIR: dir, RATECONTRACT_APT_SOURCES_LIST: join(bin, 'no-sources.list'), RATECONTRACT_OS_RELEASE: join(bin, 'os-release') };
+  }
+
+  it('both binaries on PATH: exit 0, silent, nothing installed', () => {
+    for (const b of ['valkey-server', 'valkey-cli']) executable(b, 'exit 0');
+    executable('id', 'echo 0');
+    fakeAptGet([]);
+    expect(run('ensure-valkey.sh', system('bookworm'))).toEqual({ code: 0, stdout: '', stderr: '', apt: [] });
+  });
+
+  it('Debian bookworm as root: adds bookworm-backports to the sources, says so, then installs from it', () => {
+    executable('id', 'echo 0');
+    fakeAptGet(['valkey-server', 'valkey-cli']);
+    const env = system('bookworm', 'Types: deb\nSuites: bookworm bookworm-updates\n');
+    const r = run('ensure-valkey.sh', env);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines[0]).toBe(
+      `ensure-valkey: Debian bookworm ships Valkey in bookworm-backports; adding 'deb http://deb.debian.org/debian bookworm-backports main' as ${env.RATECONTRACT_APT_SOURCES_DIR as string}/bookworm-backports.list`,
+    );
+    expect(lines[1]).toBe("ensure-valkey: missing valkey-server, valkey-cli; installing Debian's packages valkey-server valkey-tools with apt-get -t bookworm-backports (set RATECONTRACT_NO_INSTALL=1 to skip this)");
+    expect(readFileSync(join(env.RATECONTRACT_APT_SOURCES_DIR as string, 'bookworm-backports.list'), 'utf8')).toBe('deb http://deb.debian.org/debian bookworm-backports main\n');
+    expect(r.apt).toEqual(['update -qq', 'install -y -qq -t bookworm-backports valkey-server valkey-tools']);
+  });
+
+  it('bookworm-backports already a source: not added again; only the missing binary\'s package is installed', () => {
+    executable('valkey-server', 'exit 0');
+    executable('id', 'echo 0');
+    fakeAptGet(['valkey-cli']);
+    const env = system('bookworm', 'Types: deb\nSuites: bookworm-backports\n');
+    const r = run('ensure-valkey.sh', env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.trim().split('\n')[0]).toBe("ensure-valkey: missing valkey-cli; installing Debian's package valkey-tools with apt-get -t bookworm-backports (set RATECONTRACT_NO_INSTALL=1 to skip this)");
+    expect(existsSync(join(env.RATECONTRACT_APT_SOURCES_DIR as string, 'bookworm-backports.list'))).toBe(false);
+    expect(r.apt).toEqual(['update -qq', 'install -y -qq -t bookworm-backports valkey-tools']);
+  });
+
+  it('a release whose archive has Valkey (trixie): installs from it, no backports', () => {
+    executable('id', 'echo 0');
+    fakeAptGet(['valkey-server', 'valkey-cli']);
+    const r = run('ensure-valkey.sh', system('trixie'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.apt).toEqual(['update -qq', 'install -y -qq valkey-server valkey-tools']);
+  });
+
+  it('RATECONTRACT_NO_INSTALL=1: exit 1 naming the missing binaries and the steps; apt-get never runs, no source is added', () => {
+    executable('id', 'echo 0');
+    fakeAptGet([]);
+    const env = system('bookworm');
+    const r = run('ensure-valkey.sh', { ...env, RATECONTRACT_NO_INSTALL: '1' });
+    expect(r.code).toBe(1);
+    expect(r.apt).toEqual([]);
+    expect(r.stderr).toBe(
+      'ensure-valkey: the Valkey pass needs valkey-server and valkey-cli on PATH; missing valkey-server, valkey-cli. Not installing them (RATECONTRACT_NO_INSTALL=1). ' +
+        `Debian/Ubuntu: add 'deb http://deb.debian.org/debian bookworm-backports main' to ${env.RATECONTRACT_APT_SOURCES_DIR as string}, apt-get update, apt-get install -t bookworm-backports valkey-server valkey-tools\n`,
+    );
+    expect(existsSync(join(env.RATECONTRACT_APT_SOURCES_DIR as string, 'bookworm-backports.list'))).toBe(false);
+  });
+
+  it('not root: exit 1 with the command to run; apt-get never runs', () => {
+    executable('id', 'echo 1000');
+    fakeAptGet([]);
+    const r = run('ensure-valkey.sh', system('trixie'));
+    expect(r.code).toBe(1);
+    expect(r.apt).toEqual([]);
+    expect(r.stderr).toContain('missing valkey-server, valkey-cli');
+    expect(r.stderr).toContain('as root: apt-get install valkey-server valkey-tools');
+  });
+
+  it('an install that leaves a binary missing fails, naming it', () => {
+    executable('id', 'echo 0');
+    fakeAptGet(['valkey-server']);
+    const r = run('ensure-valkey.sh', system('trixie'));
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n').at(-1)).toBe('ensure-valkey: still missing after apt-get: valkey-cli');
   });
 });
 

@@ -154,7 +154,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulationResu
       timeline[c] = (timeline[c] ?? 0) + 1;
       if (name === 'concurrency') held.push({ until: t + options.holdMs, decision: d });
     }
-    limiter.close();
+    await limiter.close();
     // A lease is in flight from its admission until it is released or expires (W), whichever is first.
     const span = name === 'concurrency' ? Math.min(options.holdMs, options.windowMs) : options.windowMs;
     const peakInWindow = peaksPerColumn(admittedAt, span, width, columns);

@@ -182,10 +182,13 @@ export class RlsEngine {
     return [...[...this.#built.values()].map((b) => b.limiter), ...[...this.#overrides.values()].map((b) => b.limiter)];
   }
 
-  /** Stops the background work of the limiters `next` did not take over. */
-  close(next?: RlsEngine): void {
+  /**
+   * Stops the background work of the limiters `next` did not take over;
+   * resolves once their unspent two-tier leases are back in the store.
+   */
+  async close(next?: RlsEngine): Promise<void> {
     const kept = new Set(next === undefined ? [] : next.limiters());
-    for (const l of this.limiters()) if (!kept.has(l)) l.close();
+    await Promise.all(this.limiters().filter((l) => !kept.has(l)).map((l) => l.close()));
   }
 
   #override(domain: string, match: Match | undefined, requestsPerUnit: number, unit: RlsUnit): Built {
@@ -212,7 +215,8 @@ export class RlsEngine {
     if (this.#overrides.size > this.#maxOverrides) {
       const [oldest, evicted] = this.#overrides.entries().next().value as [string, Built];
       this.#overrides.delete(oldest);
-      evicted.limiter.close();
+      // Its leases go back in the background (close() never rejects).
+      void evicted.limiter.close();
     }
     return b;
   }

@@ -304,7 +304,7 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     http.close();
     admin?.close();
     metrics.close();
-    engine.close();
+    void engine.close();
     throw error;
   }
   const grpcAddress = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${grpcPort}`;
@@ -334,7 +334,8 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
     }
     const previous = engine;
     engine = next;
-    previous.close(next);
+    // The old limiters' leases go back in the background while the new engine decides.
+    void previous.close(next);
     reloads.inc({ result: 'ok' });
     log.info({ event: 'reload', reason, files: config.files.length, domains: config.domains.size, rules: config.rules.length });
     return true;
@@ -390,7 +391,8 @@ export async function startRls(options: RlsServerOptions): Promise<RunningRls> {
         admin.closeAllConnections();
         await new Promise<void>((resolve) => admin.close(() => resolve()));
       }
-      engine.close();
+      // Unspent two-tier leases go back before the store closes.
+      await engine.close();
       metrics.close();
       await options.closeStore?.();
       log.info({ event: 'stopped', reason, ...(cut > 0 && { cutInFlight: cut }) });

@@ -253,7 +253,8 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
       ...(h.maxBodyBytes !== undefined && { maxBodyBytes: h.maxBodyBytes }),
     },
     close: async () => {
-      for (const l of limiters) l.close();
+      // Unspent two-tier leases go back before the clients they go back through are closed.
+      await Promise.all(limiters.map((l) => l.close()));
       const handedOn = new Set([...mine.taken].map((name) => mine.stores.get(name)?.owned));
       await Promise.all(owned.filter((c) => !handedOn.has(c)).map((c) => c.close()));
     },

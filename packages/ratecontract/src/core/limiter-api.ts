@@ -116,10 +116,14 @@ export interface Limiter<Ctx = RequestContext> {
    */
   storeHealth(): Record<string, StoreHealth>;
   /**
-   * Stops background work (the discovery heartbeat) and gives unspent
-   * two-tier leases back to their stores (asynchronously, best effort). The
-   * limiter keeps working with the last-known replica count.
+   * Stops background work (the discovery heartbeat, the two-tier lease
+   * sweep) and gives unspent two-tier leases back to their stores. Resolves
+   * once every lease is back in its shared store (or its store failed: those
+   * units then expire with the state); never rejects. Await it before you
+   * close the store's client. Safe to call more than once. The limiter keeps
+   * working with the last-known replica count; a lease drawn after close()
+   * goes back at once.
    */
-  close(): void;
+  close(): Promise<void>;
 }
 

@@ -166,11 +166,11 @@ class ChainLimiter implements Limiter {
     return Object.fromEntries(this.#groups.map((g) => [g.name, g.circuit.health(now)]));
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
-    // Unspent leases go back to the shared store (asynchronously; what fails to go back expires with the state).
-    for (const t of this.#tiers) void t.close();
+    // Unspent leases go back to the shared store; what fails to go back expires with the state.
+    await Promise.all(this.#tiers.map((t) => t.close()));
   }
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {

@@ -58,9 +58,26 @@ interface Planned {
   readonly state: LeaseKey;
   /** Units reserved on the local lease (0: needs a draw). */
   reserved: number;
+  /**
+   * The lease they were reserved on: it may end while the check waits for
+   * the store (the sweep or another check gives it back, or a new one takes
+   * its place), and the check still answers from the lease it spent.
+   */
+  from: Lease | undefined;
   /** Draw size (0: none). */
   draw: number;
 }
+
+/**
+ * The lease sweep: every `clamp(shortest leaseLifetime, 50 ms, 1 s)` an
+ * unref'd timer looks at up to SWEEP_KEYS_PER_TICK keys (resuming where the
+ * last tick stopped) and gives back the leases that have ended, so the
+ * units of a key that is never checked again go back without waiting for
+ * its eviction.
+ */
+export const SWEEP_KEYS_PER_TICK = 256;
+const SWEEP_MIN_MS = 50;
+const SWEEP_MAX_MS = 1000;
 
 const NOT_CONSULTED = (limit: CompiledLimit): StoreOpResult => ({ allowed: true, consumed: false, remaining: limit.params.limit, resetMs: 0, retryAfterMs: 0, delayMs: 0 });
 
@@ -143,6 +160,12 @@ export class TierStore implements Store {
   readonly #filters = new Map<string, PreFilterLimit>();
   readonly #offset = new OffsetBounds();
   #closed = false;
+  /** Gives-back in flight (refund calls), so that close() can wait for them. */
+  readonly #returning = new Set<Promise<void>>();
+  #sweepTimer: ReturnType<typeof setInterval> | undefined;
+  /** Where the sweep resumes: a live iterator over each lease limit's keys. */
+  #sweepAt: { lease: LeaseLimit; keys: Iterator<[string, LeaseKey]> } | undefined;
+  #sweepOrder: LeaseLimit[] = [];
 
   /**
    * `replicas` is k (the limiter's replica count; bucket leases need a
@@ -172,6 +195,67 @@ export class TierStore implements Store {
       }
       this.#leases.set(l.id, leaseLimit(l, tier, algo, replicas, `limits[${indexes?.[i] ?? i}].tier`));
     }
+    this.#sweepOrder = [...this.#leases.values()];
+  }
+
+  /**
+   * Starts the sweep timer with the first lease (not at construction: a
+   * limiter built at module scope starts no timer, which some runtimes
+   * refuse there). The timer holds the store weakly, so a limiter dropped
+   * without close() is still collected, and is unref'd where the runtime
+   * has unref.
+   */
+  #startSweep(): void {
+    if (this.#sweepTimer !== undefined || this.#closed) return;
+    const shortest = Math.min(...this.#sweepOrder.map((l) => l.tier.leaseLifetimeMs));
+    const self = new WeakRef(this);
+    const timer = setInterval(() => {
+      const store = self.deref();
+      if (store === undefined) clearInterval(timer);
+      else store.sweep();
+    }, Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, shortest)));
+    (timer as { unref?: () => void }).unref?.();
+    this.#sweepTimer = timer;
+  }
+
+  /**
+   * One tick of the lease sweep (the timer calls it; exposed for tests that
+   * drive a manual clock): looks at up to `maxKeys` keys, resuming where the
+   * last tick stopped, gives back every lease among them that has ended at
+   * the limiter clock's now, and forgets those keys. Returns how many leases
+   * it gave back.
+   */
+  sweep(maxKeys = SWEEP_KEYS_PER_TICK): number {
+    const order = this.#sweepOrder;
+    if (order.length === 0) return 0;
+    const at = this.#clock.now();
+    let looked = 0;
+    let returned = 0;
+    let limitsDone = 0;
+    while (looked < maxKeys && limitsDone < order.length) {
+      let cursor = this.#sweepAt;
+      if (cursor === undefined) {
+        const lease = order[0] as LeaseLimit;
+        cursor = this.#sweepAt = { lease, keys: lease.keys.entries() };
+      }
+      const step = cursor.keys.next();
+      if (step.done === true) {
+        // This limit's keys are done: the next limit, from its first key.
+        const next = order[(order.indexOf(cursor.lease) + 1) % order.length] as LeaseLimit;
+        this.#sweepAt = { lease: next, keys: next.keys.entries() };
+        limitsDone++;
+        continue;
+      }
+      looked++;
+      const [key, state] = step.value;
+      const l = state.lease;
+      if (l === undefined || state.pending || at < l.expiresAt) continue;
+      state.lease = undefined;
+      cursor.lease.keys.delete(key);
+      if (l.units > 0) returned++;
+      void this.#giveBack(cursor.lease, key, l);
+    }
+    return returned;
   }
 
   /** Whether any of `limits` has a two-tier mode (a store needs this wrapper). */
@@ -249,7 +333,7 @@ export class TierStore implements Store {
         if (lease.keys.size > lease.tier.maxKeys) this.#evictOldest(lease);
       }
       planned ??= [];
-      planned.push({ index: i, lease, state, reserved: 0, draw: 0 });
+      planned.push({ index: i, lease, state, reserved: 0, from: undefined, draw: 0 });
     }
     if (planned === undefined) return this.#shared(ops, now);
     const at = this.#clock.now();
@@ -260,6 +344,7 @@ export class TierStore implements Store {
       if (l !== undefined && l.units >= op.cost) {
         l.units -= op.cost;
         p.reserved = op.cost;
+        p.from = l;
       } else {
         // One lease draw per key at a time; near the limit the size is the cost: an exact shared check.
         p.draw = exact || p.state.pending ? op.cost : this.#size(p.lease, p.state, op.cost);
@@ -397,19 +482,27 @@ export class TierStore implements Store {
     const fresh: Lease = { units, expiresAt, shared: r.remaining, resetAt: at + r.resetMs, decidedAt };
     state.lease = units > 0 && !this.#closed ? fresh : undefined;
     if (this.#closed) void this.#giveBack(lease, op.key, fresh);
+    else if (units > 0) this.#startSweep();
   }
 
   #localResult(p: Planned, op: StoreOp, at: number): StoreOpResult {
-    const l = p.state.lease as Lease;
+    const l = p.from as Lease;
     const remaining = Math.min(op.limit.params.burst, l.units + l.shared);
     return { allowed: true, consumed: op.cost > 0, remaining, resetMs: Math.max(0, l.resetAt - at), retryAfterMs: 0, delayMs: 0 };
   }
 
+  /**
+   * Puts reserved units back on the lease they came from while it is still
+   * the key's lease; once it has been given back or replaced they stay spent
+   * (moved onto another lease they could be spent in a window that never
+   * counted them).
+   */
   #unreserve(p: Planned): void {
     if (p.reserved === 0) return;
-    const l = p.state.lease;
-    if (l !== undefined) l.units += p.reserved;
+    const l = p.from;
+    if (l !== undefined && p.state.lease === l) l.units += p.reserved;
     p.reserved = 0;
+    p.from = undefined;
   }
 
   #evictOldest(lease: LeaseLimit): void {
@@ -432,9 +525,19 @@ export class TierStore implements Store {
     l.units = 0;
     if (units <= 0) return Promise.resolve();
     const op: StoreOp = { limit: lease.shared, key, cost: units, leaseId: undefined, decidedAt: l.decidedAt };
-    return this.#inner.refund([op], l.decidedAt).catch((error: unknown) => {
-      if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, kind: this.kind, reason: 'error', error, limits: [lease.shared.name] });
-    });
+    let back: Promise<void>;
+    try {
+      back = this.#inner.refund([op], l.decidedAt);
+    } catch (error) {
+      back = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    const done = back
+      .catch((error: unknown) => {
+        if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, kind: this.kind, reason: 'error', error, limits: [lease.shared.name] });
+      })
+      .finally(() => this.#returning.delete(done));
+    this.#returning.add(done);
+    return done;
   }
 
   async refund(ops: readonly StoreOp[], now: number): Promise<void> {
@@ -458,17 +561,24 @@ export class TierStore implements Store {
     return this.#inner.release(op, now);
   }
 
-  /** Gives every unspent lease back; later draws give theirs back at once. */
+  /**
+   * Stops the sweep and gives every unspent lease back; later draws give
+   * theirs back at once. Resolves when every give-back (these, and those
+   * already in flight) has settled: the units are back in the shared store,
+   * or the store failed and they expire with the state. Safe to call again:
+   * each call resolves once nothing is left in flight.
+   */
   async close(): Promise<void> {
     this.#closed = true;
-    const back: Promise<void>[] = [];
+    if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
     for (const lease of this.#leases.values()) {
       for (const [key, s] of lease.keys) {
-        if (s.lease !== undefined) back.push(this.#giveBack(lease, key, s.lease));
+        if (s.lease !== undefined) void this.#giveBack(lease, key, s.lease);
         s.lease = undefined;
       }
     }
-    await Promise.all(back);
+    while (this.#returning.size > 0) await Promise.all([...this.#returning]);
   }
 }
 

@@ -10,6 +10,22 @@ import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * Which server the tests start: `RC_REDIS_IMPL=valkey` runs them against
+ * Valkey (valkey-server, valkey-cli, valkey-sentinel: `npm run test:valkey`,
+ * scripts/ensure-valkey.sh installs them); unset or `redis`, Redis.
+ */
+export const SERVER_IMPL = serverImpl(process.env.RC_REDIS_IMPL);
+const SERVER_BIN = `${SERVER_IMPL}-server`;
+const CLI_BIN = `${SERVER_IMPL}-cli`;
+const SENTINEL_BIN = `${SERVER_IMPL}-sentinel`;
+
+function serverImpl(v: string | undefined): 'redis' | 'valkey' {
+  if (v === undefined || v === '' || v === 'redis') return 'redis';
+  if (v === 'valkey') return 'valkey';
+  throw new Error(`RC_REDIS_IMPL must be 'redis' or 'valkey', got ${JSON.stringify(v)}`);
+}
+
 /** Hard lifetime of every server (seconds): a leaked server dies by itself. */
 const LIFETIME_S = 600;
 const live = new Set<ChildProcess>();
@@ -60,7 +76,7 @@ async function waitFor(what: string, budgetMs: number, test: () => Promise<boole
 /** Runs redis-cli and returns its stdout. */
 export function redisCli(port: number, ...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(CLI_BIN, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`redis-cli ${args.join(' ')}: ${error.message} ${stderr}`));
       else resolve(stdout);
     });
@@ -84,7 +100,7 @@ export interface StartOptions {
 }
 
 function spawnServer(port: number, dir: string, extra: readonly string[], options: StartOptions): ChildProcess {
-  const args = ['--signal=KILL', String(LIFETIME_S), 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra];
+  const args = ['--signal=KILL', String(LIFETIME_S), SERVER_BIN, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra];
   const child = options.cpu === undefined ? spawn('timeout', args, { stdio: 'ignore' }) : spawn('taskset', ['-c', String(options.cpu), 'timeout', ...args], { stdio: 'ignore' });
   live.add(child);
   child.once('exit', () => live.delete(child));
@@ -111,7 +127,7 @@ export async function startRedis(extra: readonly string[] = [], fixedPort?: numb
     let child = spawnServer(port, dir, extra, options);
     try {
       await waitFor(`redis-server on port ${port}`, 10_000, async () => {
-        if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`);
+        if (child.exitCode !== null) throw new Error(`${SERVER_BIN} on port ${port} exited with ${child.exitCode}`);
         return ping(port);
       });
     } catch (error) {
@@ -237,7 +253,7 @@ export async function startSentinels(options: { readonly downAfterMs?: number | 
           '',
         ].join('\n'),
       );
-      const child = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), 'redis-sentinel', conf], { stdio: 'ignore' });
+      const child = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), SENTINEL_BIN, conf], { stdio: 'ignore' });
       live.add(child);
       child.once('exit', () => live.delete(child));
       started.push({

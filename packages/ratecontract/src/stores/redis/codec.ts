@@ -1,12 +1,20 @@
-import type { AlgorithmName } from '../../algorithms/types.js';
-import type { ConcurrencyState, Lease } from '../../algorithms/concurrency.js';
 import { RateContractError } from '../../core/errors.js';
 import type { StoreOp, StoreOpResult } from '../../core/store.js';
 import type { CompiledLimit } from '../../core/types.js';
 
-/** Reply integers per op of chain.lua, without / with the peek figures (each chain's reply starts with one more: its `now`). */
-export const CHAIN_REPLY_PER_OP = 5;
-export const CHAIN_REPLY_PER_OP_PEEK = 7;
+/**
+ * Reply integers of chain.lua per op (see its header): 2 for an op admitted
+ * and consumed without delay (remaining, resetMs), else a negative code and
+ * 3 figures or fewer; 2 more per op with the peek figures. A server-time
+ * call's reply starts with its `now`.
+ */
+export const CHAIN_REPLY_ADMITTED = 2;
+/** chain.lua's codes: admitted without consuming, rejected, admitted and consumed with a queue delay. */
+const UNCONSUMED = -1;
+const REJECTED = -2;
+const DELAYED = -3;
+/** Reply integers per op of peek.lua (after its `now`): outcome, remaining, resetMs, retryAfterMs, delayMs, peekRemaining, peekResetMs. */
+export const PEEK_REPLY_PER_OP = 7;
 
 /** An op's figures as chain.lua reports them, plus what a Cluster caller needs to compensate. */
 export interface ChainOpReply extends StoreOpResult {
@@ -129,97 +137,73 @@ export interface ChainReply {
   readonly results: ChainOpReply[];
 }
 
-/** Decodes chain.lua's reply for chains of `sizes[j]` ops each; `withPeek` as the call's ARGV[2]. */
-export function decodeBatchReply(reply: unknown, sizes: readonly number[], withPeek: boolean): ChainReply[] {
-  const per = withPeek ? CHAIN_REPLY_PER_OP_PEEK : CHAIN_REPLY_PER_OP;
-  let total = 0;
-  for (const n of sizes) total += 1 + n * per;
-  if (!Array.isArray(reply) || reply.length !== total) throw malformed('chain');
+/**
+ * Decodes chain.lua's reply for `chains` (their op counts, and each one's
+ * client `now`, undefined in server-time mode: the reply then starts with
+ * the server's); `withPeek` as the call's ARGV[2].
+ */
+export function decodeBatchReply(reply: unknown, chains: readonly ChainCall[], withPeek: boolean): ChainReply[] {
+  if (!Array.isArray(reply)) throw malformed('chain');
   const r = reply as unknown[];
-  const out = new Array<ChainReply>(sizes.length);
+  const end = r.length;
+  const clientTime = chains.some((c) => c.now !== undefined);
   let b = 0;
-  for (let j = 0; j < sizes.length; j++) {
-    const n = sizes[j] as number;
-    const now = int(r[b++], 'chain');
+  const serverNow = clientTime ? 0 : int(r[b++], 'chain');
+  const out = new Array<ChainReply>(chains.length);
+  for (let j = 0; j < chains.length; j++) {
+    const c = chains[j] as ChainCall;
+    const n = c.ops.length;
     const results = new Array<ChainOpReply>(n);
-    for (let i = 0; i < n; i++, b += per) {
-      const outcome = int(r[b], 'chain');
-      if (outcome < 0 || outcome > 2) throw malformed('chain');
-      const retry = int(r[b + 3], 'chain');
-      results[i] = {
-        allowed: outcome > 0,
-        consumed: outcome === 2,
-        remaining: int(r[b + 1], 'chain'),
-        resetMs: int(r[b + 2], 'chain'),
-        retryAfterMs: retry === -1 ? Infinity : retry,
-        delayMs: int(r[b + 4], 'chain'),
-        peekRemaining: withPeek ? int(r[b + 5], 'chain') : 0,
-        peekResetMs: withPeek ? int(r[b + 6], 'chain') : 0,
-      };
+    for (let i = 0; i < n; i++) {
+      if (b + CHAIN_REPLY_ADMITTED > end) throw malformed('chain');
+      const first = int(r[b], 'chain');
+      let allowed = true;
+      let consumed = true;
+      let retryAfterMs = 0;
+      let delayMs = 0;
+      let remaining: number;
+      let resetMs: number;
+      if (first >= 0) {
+        remaining = first;
+        resetMs = int(r[b + 1], 'chain');
+        b += 2;
+      } else {
+        remaining = int(r[b + 1], 'chain');
+        resetMs = int(r[b + 2], 'chain');
+        if (first === UNCONSUMED) {
+          consumed = false;
+          b += 3;
+        } else if (first === REJECTED) {
+          const retry = int(r[b + 3], 'chain');
+          allowed = false;
+          consumed = false;
+          retryAfterMs = retry === -1 ? Infinity : retry;
+          b += 4;
+        } else if (first === DELAYED) {
+          delayMs = int(r[b + 3], 'chain');
+          b += 4;
+        } else {
+          throw malformed('chain');
+        }
+      }
+      let peekRemaining = 0;
+      let peekResetMs = 0;
+      if (withPeek) {
+        peekRemaining = int(r[b], 'chain');
+        peekResetMs = int(r[b + 1], 'chain');
+        b += 2;
+      }
+      results[i] = { allowed, consumed, remaining, resetMs, retryAfterMs, delayMs, peekRemaining, peekResetMs };
     }
-    out[j] = { now, results };
+    out[j] = { now: c.now ?? serverNow, results };
   }
+  if (b !== end) throw malformed('chain');
   return out;
 }
 
-/** Decodes chain.lua's reply for one chain of `n` ops. */
-export function decodeChainReply(reply: unknown, n: number, withPeek: boolean): ChainReply {
-  return decodeBatchReply(reply, [n], withPeek)[0] as ChainReply;
-}
-
-function nums(raw: string): number[] {
-  return (raw.match(/-?\d+/g) ?? []).map(Number);
-}
-
-function leases(raw: string): ConcurrencyState | undefined {
-  const out: Lease[] = [];
-  const re = /^(-?\d+) (\d+) (\d+):/;
-  let pos = 0;
-  while (pos < raw.length) {
-    const m = re.exec(raw.slice(pos));
-    if (m === null) break;
-    const len = Number(m[3]);
-    const start = pos + m[0].length;
-    out.push({ exp: Number(m[1]), cost: Number(m[2]), id: raw.slice(start, start + len) });
-    pos = start + len;
-  }
-  return out.length > 0 ? out : undefined;
-}
-
-/**
- * Reads a state as the Lua scripts write it, into the TypeScript algorithm's
- * state shape (for tools and tests: `algorithms[a].expiresAt(decodeState(a, raw), p)`).
- * Lease ids are byte strings; ASCII ids round-trip exactly.
- */
-export function decodeState(algorithm: AlgorithmName, raw: string): unknown {
-  switch (algorithm) {
-    case 'fixed-window': {
-      const [w = 0, c = 0] = nums(raw);
-      return { w, c };
-    }
-    case 'sliding-window': {
-      const [w = 0, c = 0, p = 0] = nums(raw);
-      return { w, c, p };
-    }
-    case 'token-bucket': {
-      const [u = 0, t = 0] = nums(raw);
-      return { u, t };
-    }
-    case 'leaky-bucket': {
-      const [l = 0, t = 0] = nums(raw);
-      return { l, t };
-    }
-    case 'gcra': {
-      const [t = 0, f = 0] = nums(raw);
-      return { t, f };
-    }
-    case 'sliding-log': {
-      const v = nums(raw);
-      return v.length > 0 ? v : undefined;
-    }
-    case 'concurrency':
-      return leases(raw);
-  }
+/** Decodes chain.lua's reply for one chain of `ops` decided at the client `now` (undefined: server time). */
+export function decodeChainReply(reply: unknown, ops: readonly StoreOp[], now: number | undefined, withPeek: boolean): ChainReply {
+  return decodeBatchReply(reply, [{ ops, now }], withPeek)[0] as ChainReply;
 }
 
 /** ARGV of peek.lua (see its header) for one slot group's ops. `now` undefined: server time. */
@@ -231,8 +215,26 @@ export function peekArgs(ops: readonly StoreOp[], now: number | undefined): stri
 
 /** peek.lua's reply: the `now` decided at, and per op its figures with `consumed` meaning "would consume if the chain admits". */
 export function decodePeekReply(reply: unknown, n: number): ChainReply {
-  // Same layout as chain.lua's reply with peek figures, outcome 2 read as "would consume".
-  return decodeChainReply(reply, n, true);
+  if (!Array.isArray(reply) || reply.length !== 1 + n * PEEK_REPLY_PER_OP) throw malformed('peek');
+  const r = reply as unknown[];
+  const now = int(r[0], 'peek');
+  const results = new Array<ChainOpReply>(n);
+  for (let i = 0, b = 1; i < n; i++, b += PEEK_REPLY_PER_OP) {
+    const outcome = int(r[b], 'peek');
+    if (outcome < 0 || outcome > 2) throw malformed('peek');
+    const retry = int(r[b + 3], 'peek');
+    results[i] = {
+      allowed: outcome > 0,
+      consumed: outcome === 2,
+      remaining: int(r[b + 1], 'peek'),
+      resetMs: int(r[b + 2], 'peek'),
+      retryAfterMs: retry === -1 ? Infinity : retry,
+      delayMs: int(r[b + 4], 'peek'),
+      peekRemaining: int(r[b + 5], 'peek'),
+      peekResetMs: int(r[b + 6], 'peek'),
+    };
+  }
+  return { now, results };
 }
 
 /**

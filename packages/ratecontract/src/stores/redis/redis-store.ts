@@ -10,7 +10,7 @@ import { batchSize, REDIS_STORE_OPTIONS, type RedisStoreOptions } from './option
 
 export type { BatchOptions, RedisStoreOptions } from './options.js';
 import { batchArgs, chainArgs, chainOfPeeks, decodeBatchReply, decodeChainReply, decodePeekReply, peekArgs, refundArgs, releaseArgs, type ChainCall, type ChainOpReply } from './codec.js';
-import { stateKey } from './keys.js';
+import { formatOneKey, stateKey } from './keys.js';
 import { chainScript, clearScript, heartbeatScript, peekScript, refundScript, releaseScript } from './scripts.generated.js';
 import { keySlot } from './slot.js';
 
@@ -159,7 +159,7 @@ export class RedisStore implements Store {
     }
     const groups = this.#groupBySlot(keys);
     if (groups.length === 1) {
-      const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), n, false);
+      const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), ops, at, false);
       for (const op of ops) this.#decidedAt.set(op, reply.now);
       return reply.results.map((r) => strip(r, reply.now));
     }
@@ -184,11 +184,7 @@ export class RedisStore implements Store {
       (reply) => {
         let chains;
         try {
-          chains = decodeBatchReply(
-            reply,
-            batch.map((q) => q.ops.length),
-            false,
-          );
+          chains = decodeBatchReply(reply, batch, false);
         } catch (error) {
           for (const q of batch) q.reject(error);
           return;
@@ -244,10 +240,16 @@ export class RedisStore implements Store {
     return chainOfPeeks(ops, replies);
   }
 
-  /** Deletes the state of each op's key (`limiter.reset`); on a Cluster one call per slot group. */
+  /**
+   * Deletes the state of each op's key (`limiter.reset`), in this state
+   * format's namespace and in format 1's (so a reset during a rolling deploy
+   * also clears what processes of the previous release count); on a Cluster
+   * one call per slot group.
+   */
   async clear(ops: readonly StoreOp[]): Promise<void> {
     if (ops.length === 0) return;
     const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+    for (const op of ops) keys.push(formatOneKey(this.prefix, op.limit.id, op.key, this.#secret));
     await Promise.all(this.#groupBySlot(keys).map((idx) => this.#runner.run(clearScript, idx.map((i) => keys[i] as string), [])));
   }
 
@@ -382,7 +384,7 @@ export class RedisStore implements Store {
       groups.map(async (idx) => {
         const gOps = idx.map((i) => ops[i] as StoreOp);
         const gKeys = idx.map((i) => keys[i] as string);
-        const reply = decodeChainReply(await this.#runner.run(chainScript, gKeys, chainArgs(gOps, at, this.#graceMs, true)), idx.length, true);
+        const reply = decodeChainReply(await this.#runner.run(chainScript, gKeys, chainArgs(gOps, at, this.#graceMs, true)), gOps, at, true);
         idx.forEach((i, j) => {
           out[i] = reply.results[j];
           decidedAt[i] = reply.now;

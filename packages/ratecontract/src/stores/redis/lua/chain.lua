@@ -15,7 +15,7 @@ Each distinct key is read once per call (GET on first use) and written once
 at the end (SET with the TTL of its last change, or DEL), however many checks
 of the batch touch it (see view / stage / write_back in common.lua): the
 global key of a batch of 16 checks costs one GET and one SET, not 16 of each.
-The server clock (TIME) is read at most once per call.
+The server clock (TIME) is read once per call in server-time mode.
 
 KEYS     the state keys of every op of every chain, chain after chain, in
          chain order (on a Cluster all in one hash slot)
@@ -32,11 +32,21 @@ then     m, the number of chains; then for each chain:
          then per op either one value, j (spec j, its default cost, no
          lease), or three: -j, cost, leaseId
 
-Reply: for each chain: the `now` it was decided at, then per op:
-       outcome (0 = rejected, 1 = admitted without consuming, 2 = admitted
-       and consumed), remaining, resetMs, retryAfterMs (0 when admitted;
-       -1 = never: the cost can never fit), delayMs; and, when ARGV[2] is
-       '1', peekRemaining and peekResetMs (0 unless the op consumed)
+Reply: the smallest list of integers that carries the decisions. First,
+       in server-time mode only (ARGV[3] is ''), the `now` every chain was
+       decided at (TIME, read once); in client-time mode each chain's `now`
+       is the one the caller sent, so the reply does not repeat it. Then,
+       chain after chain, op after op, one of:
+         remaining, resetMs                  admitted and consumed, no delay
+                                             (the common case; remaining >= 0)
+         -1, remaining, resetMs              admitted without consuming
+         -2, remaining, resetMs, retryAfterMs   rejected (retryAfterMs -1 =
+                                             never: the cost can never fit)
+         -3, remaining, resetMs, delayMs     admitted and consumed, with a
+                                             queue delay
+       and after each op, when ARGV[2] is '1', peekRemaining and peekResetMs
+       (0 unless the op consumed). A plain admitted check of one limit is 2
+       integers (plus the call's `now`), not 6.
 ]]
 -- @include common
 -- @include fixed-window
@@ -58,6 +68,10 @@ for j = 1, nspecs do
   local b = 4 + 7 * (j - 1)
   spec_algo[j] = algo(ARGV[b + 1])
   spec_params[j] = params(ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
+  if grace == 0 then
+    -- A lease's TTL is the window when it is the latest: the ARGV string is that TTL, formatted already.
+    TTL_ARG[spec_params[j].window] = ARGV[b + 3]
+  end
   local flags = tonumber(ARGV[b + 6])
   spec_shadow[j] = flags % 2 == 1
   spec_count[j] = flags >= 2
@@ -106,20 +120,20 @@ local arg = first + 1
 local key = 0
 local out = {}
 local o = 0
+if not client_time then
+  server_now = clock('')
+  out[1] = server_now
+  o = 1
+end
 -- Per op of the chain being decided (reused from chain to chain).
 local o_spec, o_cost, o_lease, o_pre = {}, {}, {}, {}
 local o_ok, o_state, o_rem, o_reset, o_retry, o_delay = {}, {}, {}, {}, {}, {}
 
 for _ = 1, m do
-  local now
+  local now = server_now
   if client_time then
     now = tonumber(ARGV[arg])
     arg = arg + 1
-  else
-    if server_now == nil then
-      server_now = clock('')
-    end
-    now = server_now
   end
   local n = tonumber(ARGV[arg])
   arg = arg + 1
@@ -148,8 +162,6 @@ for _ = 1, m do
     end
   end
 
-  o = o + 1
-  out[o] = now
   for i = 1, n do
     local spec = o_spec[i]
     local a, p, cost = spec_algo[spec], spec_params[spec], o_cost[i]
@@ -160,18 +172,26 @@ for _ = 1, m do
         local _, _, r, t = a.decide(o_pre[i], now, 0, p, o_lease[i])
         peek_rem, peek_reset = r, t
       end
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 2, o_rem[i], o_reset[i], 0, o_delay[i]
+      local delay = o_delay[i]
+      if delay == 0 then
+        out[o + 1], out[o + 2] = o_rem[i], o_reset[i]
+        o = o + 2
+      else
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = -3, o_rem[i], o_reset[i], delay
+        o = o + 4
+      end
     elseif o_ok[i] then
       local rem, reset = o_rem[i], o_reset[i]
       if cost > 0 then
         local _, _, r, t = a.decide(o_pre[i], now, 0, p, o_lease[i])
         rem, reset = r, t
       end
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, rem, reset, 0, 0
+      out[o + 1], out[o + 2], out[o + 3] = -1, rem, reset
+      o = o + 3
     else
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 0, o_rem[i], o_reset[i], wire_retry(o_retry[i]), 0
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = -2, o_rem[i], o_reset[i], wire_retry(o_retry[i])
+      o = o + 4
     end
-    o = o + 5
     if want_peek then
       out[o + 1], out[o + 2] = peek_rem, peek_reset
       o = o + 2

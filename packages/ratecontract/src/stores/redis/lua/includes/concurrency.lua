@@ -1,7 +1,8 @@
 --[[
 Twin of src/algorithms/concurrency.ts. State: the leases in order, each
-written as "<exp> <cost> <length>:<id>" with nothing between leases (the
-length prefix lets a lease id hold any byte).
+packed as struct '<ddI4c0': the doubles exp and cost, the id's length in
+bytes (a 4-byte unsigned integer) and the id's bytes, with nothing between
+leases (the length lets a lease id hold any byte).
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['concurrency'] = function()
@@ -11,23 +12,22 @@ BUILDERS['concurrency'] = function()
       local pos = 1
       local n = #raw
       while pos <= n do
-        local _, e, exp, cost, len = string.find(raw, '^(%-?%d+) (%d+) (%d+):', pos)
-        if e == nil then
-          break
+        if n - pos < 19 then
+          bad_state(raw, 'concurrency')
         end
-        local l = tonumber(len)
-        out[#out + 1] = { exp = tonumber(exp), cost = tonumber(cost), id = string.sub(raw, e + 1, e + l) }
-        pos = e + l + 1
+        local exp, cost, id, nxt = sunpack('<ddI4c0', raw, pos)
+        out[#out + 1] = { exp = exp, cost = cost, id = id }
+        pos = nxt
       end
       if #out == 0 then
-        return nil
+        bad_state(raw, 'concurrency')
       end
       return out
     end,
     encode = function(s)
       local parts = {}
       for i, l in ipairs(s) do
-        parts[i] = fmt(l.exp) .. ' ' .. fmt(l.cost) .. ' ' .. #l.id .. ':' .. l.id
+        parts[i] = spack('<ddI4c0', l.exp, l.cost, #l.id, l.id)
       end
       return table.concat(parts)
     end,

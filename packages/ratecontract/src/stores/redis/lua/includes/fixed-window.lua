@@ -1,15 +1,19 @@
 --[[
-Twin of src/algorithms/fixed-window.ts. State: "w c" (window start, count).
+Twin of src/algorithms/fixed-window.ts. State: the doubles w, c (window start,
+count), packed as in common.lua (16 bytes).
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['fixed-window'] = function()
   return {
     decode = function(raw)
-      local w, c = two(raw)
+      if #raw ~= 16 then
+        bad_state(raw, 'fixed-window')
+      end
+      local w, c = sunpack('<dd', raw)
       return { w = w, c = c }
     end,
     encode = function(s)
-      return string.format('%.0f %.0f', s.w, s.c)
+      return spack('<dd', s.w, s.c)
     end,
     decide = function(s, now, cost, p)
       local W = p.window

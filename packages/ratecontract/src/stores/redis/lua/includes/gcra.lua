@@ -1,16 +1,19 @@
 --[[
-Twin of src/algorithms/gcra.ts. State: "t f" (the TAT as t + f/K ms,
-0 <= f < K; K = N in the exact range, see bucket_scale in common.lua).
+Twin of src/algorithms/gcra.ts. State: the doubles t, f (the TAT as
+t + f/K ms, 0 <= f < K; K = N in the exact range, see bucket_scale in common.lua).
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['gcra'] = function()
   return {
     decode = function(raw)
-      local t, f = two(raw)
+      if #raw ~= 16 then
+        bad_state(raw, 'gcra')
+      end
+      local t, f = sunpack('<dd', raw)
       return { t = t, f = f }
     end,
     encode = function(s)
-      return string.format('%.0f %.0f', s.t, s.f)
+      return spack('<dd', s.t, s.f)
     end,
     decide = function(s, now, cost, p)
       -- Units: K per ms, T per unit of cost (exact range: K = N, T = W).

@@ -1,17 +1,20 @@
 --[[
-Twin of src/algorithms/leaky-bucket.ts (meter and queue mode). State: "l t"
-(level in units of 1/T, drained K units per ms, time of the last update;
+Twin of src/algorithms/leaky-bucket.ts (meter and queue mode). State: the doubles
+l, t (level in units of 1/T, drained K units per ms, time of the last update;
 T = W, K = N in the exact range, see bucket_scale in common.lua).
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['leaky-bucket'] = function()
   return {
     decode = function(raw)
-      local l, t = two(raw)
+      if #raw ~= 16 then
+        bad_state(raw, 'leaky-bucket')
+      end
+      local l, t = sunpack('<dd', raw)
       return { l = l, t = t }
     end,
     encode = function(s)
-      return string.format('%.0f %.0f', s.l, s.t)
+      return spack('<dd', s.l, s.t)
     end,
     decide = function(s, now, cost, p)
       -- Units: K per ms, T per unit of cost (exact range: K = N, T = W).

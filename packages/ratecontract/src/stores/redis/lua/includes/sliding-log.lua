@@ -1,25 +1,20 @@
 --[[
-Twin of src/algorithms/sliding-log.ts. State: "t0 c0 t1 c1 ..." (admission
-times, ascending, and the cost admitted at each), held in Lua as the flat
-array {t0, c0, t1, c1, ...}.
+Twin of src/algorithms/sliding-log.ts. State: the doubles t0, c0, t1, c1, ...
+(admission times, ascending, and the cost admitted at each), packed as in
+common.lua (16 bytes per entry), held in Lua as the flat array
+{t0, c0, t1, c1, ...}.
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['sliding-log'] = function()
   return {
     decode = function(raw)
-      local v = nums(raw)
-      if #v == 0 then
-        return nil
+      local n = #raw
+      if n == 0 or math.fmod(n, 16) ~= 0 then
+        bad_state(raw, 'sliding-log')
       end
-      return v
+      return unpack_doubles(raw)
     end,
-    encode = function(s)
-      local parts = {}
-      for i = 1, #s do
-        parts[i] = fmt(s[i])
-      end
-      return table.concat(parts, ' ')
-    end,
+    encode = pack_doubles,
     decide = function(s, now, cost, p)
       local W = p.window
       local N = p.limit

@@ -1,6 +1,7 @@
 --[[
-Twin of src/algorithms/sliding-window.ts. State: "w c p" (current window
-start, its count, the previous window's count).
+Twin of src/algorithms/sliding-window.ts. State: the doubles w, c, p
+(current window start, its count, the previous window's count), packed as
+in common.lua (24 bytes).
 ]]
 local function sw_roll(s, w, W)
   if s == nil then
@@ -131,11 +132,14 @@ end
 BUILDERS['sliding-window'] = function()
   return {
     decode = function(raw)
-      local w, c, prev = three(raw)
+      if #raw ~= 24 then
+        bad_state(raw, 'sliding-window')
+      end
+      local w, c, prev = sunpack('<ddd', raw)
       return { w = w, c = c, p = prev }
     end,
     encode = function(s)
-      return string.format('%.0f %.0f %.0f', s.w, s.c, s.p)
+      return spack('<ddd', s.w, s.c, s.p)
     end,
     -- Twin of decideInto: the same split as the TypeScript algorithm.
     decide = function(s, now, cost, p)

@@ -1,17 +1,20 @@
 --[[
-Twin of src/algorithms/token-bucket.ts. State: "u t" (tokens in units of
-1/T token, refilled K units per ms, time of the last update; T = W, K = N
+Twin of src/algorithms/token-bucket.ts. State: the doubles u, t (tokens in
+units of 1/T token, refilled K units per ms, time of the last update; T = W, K = N
 in the exact range, see bucket_scale in common.lua).
 ]]
 -- Built on first use in a call (see algo() in common.lua).
 BUILDERS['token-bucket'] = function()
   return {
     decode = function(raw)
-      local u, t = two(raw)
+      if #raw ~= 16 then
+        bad_state(raw, 'token-bucket')
+      end
+      local u, t = sunpack('<dd', raw)
       return { u = u, t = t }
     end,
     encode = function(s)
-      return string.format('%.0f %.0f', s.u, s.t)
+      return spack('<dd', s.u, s.t)
     end,
     decide = function(s, now, cost, p)
       -- Units: K per ms, T per token (exact range: K = N, T = W).
