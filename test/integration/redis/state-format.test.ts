@@ -25,7 +25,7 @@ import { SERVER_IMPL } from './helpers/redis-server.js';
 const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 const io = (): Redis => ioredis().client as Redis;
 
-const LUA = join(import.meta.dirname, '../../src/stores/redis/lua/includes');
+const LUA = join(import.meta.dirname, '../../../packages/ratecontract/src/stores/redis/lua/includes');
 const INCLUDES = ['common', 'fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra', 'concurrency'];
 
 /**

@@ -93,8 +93,8 @@ describe('two-tier leases on a real Redis', () => {
   it('the sweep timer never keeps a process alive: a script that takes a lease and never closes its limiter exits by itself', async () => {
     const script = `
       import { Redis } from 'ioredis';
-      import { createLimiter } from ${JSON.stringify(join(import.meta.dirname, '../../src/index.ts'))};
-      import { redisStore } from ${JSON.stringify(join(import.meta.dirname, '../../src/stores/redis/index.ts'))};
+      import { createLimiter } from ${JSON.stringify(join(import.meta.dirname, '../../../packages/ratecontract/src/index.ts'))};
+      import { redisStore } from ${JSON.stringify(join(import.meta.dirname, '../../../packages/ratecontract/src/stores/redis/index.ts'))};
       const client = new Redis(${JSON.stringify((server as RedisServer).url)});
       const limiter = createLimiter({ store: redisStore({ client, prefix: 'tl-exit:' }), replicas: 1,
         limits: [{ name: 't', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'principal', tier: { mode: 'lease', maxLease: 10, leaseLifetime: '10m' } }] });
