@@ -2,7 +2,11 @@
  * What each defect the fuzzers found now does, stated exactly (the corpus's
  * regress-*.txt files hold the inputs; this file holds the answers).
  */
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../service/helpers.js';
 import { ConfigError, ConfigFileError, parseConfig, resolveIpOptions } from './subjects.js';
 
 describe('defects found by fuzzing', () => {
@@ -25,5 +29,37 @@ describe('defects found by fuzzing', () => {
     const ok = parseConfig(text.replace('__proto__', 'constructor').replace('key: ip }', 'key: ip, store: constructor }'), { file: 'c.yaml' });
     expect(Object.keys(ok.stores)).toEqual(['constructor']);
     expect(Object.getPrototypeOf(ok.stores)).toBe(Object.prototype);
+  });
+
+  describe('replay, on a log line whose time is no instant (npm run build first)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rc-fuzz-replay-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const contract = join(dir, 'c.yaml');
+    writeFileSync(contract, 'limits:\n  - { name: a, purpose: shedding, limit: 3, window: 1m, key: ip }\nroutes:\n  - { match: GET /a, limits: [a] }\n');
+
+    it('counts an epoch past the last Date (1e300) or a year before 100 as a malformed line; before, it stopped with "Invalid time value" (exit 2) or read 0099 as 1999', async () => {
+      const log = join(dir, 'access.log');
+      writeFileSync(
+        log,
+        [
+          '{"time":"2026-12-01T10:00:00Z","method":"GET","path":"/a","ip":"192.0.2.1"}',
+          '{"time":1e300,"method":"GET","path":"/a","ip":"192.0.2.1"}',
+          '{"time":"99999999999999999999","method":"GET","path":"/a","ip":"192.0.2.1"}',
+          '{"time":"0099-12-01T10:00:00Z","method":"GET","path":"/a","ip":"192.0.2.1"}',
+          '',
+        ].join('\n'),
+      );
+      const r = await runCli(['replay', contract, '--log', log, '--json']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const report = JSON.parse(r.stdout) as { log: { records: number; malformed: number; malformedLines: Array<{ line: number; reason: string }>; firstTime: string } };
+      expect(report.log.records).toBe(1);
+      expect(report.log.firstTime).toBe('2026-12-01T10:00:00.000Z');
+      expect(report.log.malformedLines).toEqual([
+        { line: 2, reason: 'bad time 1e+300' },
+        { line: 3, reason: 'bad time "99999999999999999999"' },
+        { line: 4, reason: 'bad time "0099-12-01T10:00:00Z"' },
+      ]);
+    });
   });
 });
