@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../service/helpers.js';
-import { ConfigError, ConfigFileError, parseConfig, resolveIpOptions } from './subjects.js';
+import { ConfigError, ConfigFileError, parseConfig, parseHttpDate, resolveIpOptions, retryAfterMs } from './subjects.js';
 
 describe('defects found by fuzzing', () => {
   it('a trustProxy entry named like an Object.prototype member is refused as not a CIDR, not a TypeError', () => {
@@ -61,5 +61,15 @@ describe('defects found by fuzzing', () => {
         { line: 4, reason: 'bad time "0099-12-01T10:00:00Z"' },
       ]);
     });
+  });
+
+  it('an HTTP-date with a year below 100 is that year (before: 1900 + year, and its leap days were 1900s ones)', () => {
+    const now = Date.UTC(2026, 11, 1, 10, 0, 0);
+    expect(new Date(parseHttpDate('Sun, 06 Nov 0094 08:49:37 GMT', now) as number).toISOString()).toBe('0094-11-06T08:49:37.000Z');
+    expect(new Date(parseHttpDate('Sun Nov  6 08:49:37 0001', now) as number).toISOString()).toBe('0001-11-06T08:49:37.000Z');
+    // 29 February exists in 2000 and in the year 4, not in 1900 and not in the year 100.
+    expect(parseHttpDate('Tue, 29 Feb 0004 00:00:00 GMT', now)).toBeDefined();
+    expect(parseHttpDate('Mon, 29 Feb 0100 00:00:00 GMT', now)).toBeUndefined();
+    expect(retryAfterMs('Tue, 01 Dec 2026 10:00:30 GMT', 'Tue, 01 Dec 2026 10:00:00 GMT', now)).toBe(30_000);
   });
 });
