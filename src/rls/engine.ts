@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from '../index.js';
+import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from '../index.js';
 import { policyField, rateLimitField, retryAfterSeconds, type AdvertisedLimit } from '../http/index.js';
 import { UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsRule, type RlsUnit } from './config.js';
 import { matchRequest, type Entry, type Match } from './match.js';
@@ -238,7 +238,14 @@ export class RlsEngine {
       if (known && d.limit !== undefined) {
         const unit = d.limit.unit;
         if (unit === undefined) throw new RlsServiceError('UNKNOWN', `descriptors[${i}].limit.unit: unknown unit`);
-        const b = this.#override(request.domain, match, d.limit.requestsPerUnit, unit);
+        let b: Built;
+        try {
+          b = this.#override(request.domain, match, d.limit.requestsPerUnit, unit);
+        } catch (error) {
+          // A limit the matched rule's algorithm cannot count (sliding-log past its memory budget): a request the service cannot serve.
+          if (error instanceof ConfigError) throw new RlsServiceError('UNKNOWN', `descriptors[${i}].limit: ${String(d.limit.requestsPerUnit)} per ${unit} cannot be applied with the rule's algorithm (${error.message.slice(error.option.length + 2)})`);
+          throw error;
+        }
         plans[i] = { rule: b.rule, unit, requestsPerUnit: d.limit.requestsPerUnit, limiter: d.limit.requestsPerUnit === 0 ? undefined : b.limiter, key: descriptorKey(request.domain, d.entries, match?.shared), cost };
         continue;
       }

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../service/helpers.js';
-import { ConfigError, ConfigFileError, parseConfig, parseHttpDate, resolveIpOptions, retryAfterMs } from './subjects.js';
+import { ConfigError, ConfigFileError, parseConfig, parseHttpDate, requestFrom, resolveIpOptions, retryAfterMs } from './subjects.js';
+import { descriptorsTarget } from './targets/descriptors.js';
 
 describe('defects found by fuzzing', () => {
   it('a trustProxy entry named like an Object.prototype member is refused as not a CIDR, not a TypeError', () => {
@@ -71,5 +72,16 @@ describe('defects found by fuzzing', () => {
     expect(parseHttpDate('Tue, 29 Feb 0004 00:00:00 GMT', now)).toBeDefined();
     expect(parseHttpDate('Mon, 29 Feb 0100 00:00:00 GMT', now)).toBeUndefined();
     expect(retryAfterMs('Tue, 01 Dec 2026 10:00:30 GMT', 'Tue, 01 Dec 2026 10:00:00 GMT', now)).toBe(30_000);
+  });
+
+  it('an rls limit override beyond a uint32, or beyond what the rule can count, is refused as a bad request (RlsServiceError UNKNOWN), not a ConfigError from inside', async () => {
+    expect(() => requestFrom({ domain: 'edge', descriptors: [{ entries: [], limit: { requestsPerUnit: '18446744073709551615', unit: 'SECOND' } }] })).toThrow(
+      new TypeError('descriptors[0].limit.requests_per_unit must be a non-negative integer of at most 4294967295 (a uint32), got "18446744073709551615"'),
+    );
+    expect(() => requestFrom({ domain: 'edge', descriptors: [], hits_addend: 2 ** 32 })).toThrow(TypeError);
+    const input = '{"domain":"edge","descriptors":[{"entries":[{"key":"tenant","value":"t"},{"key":"plan","value":"free"}],"limit":{"requestsPerUnit":200000,"unit":"YEAR"}}]}';
+    await expect(Promise.resolve().then(() => descriptorsTarget.run(input))).rejects.toThrow(
+      "descriptors[0].limit: 200000 per year cannot be applied with the rule's algorithm (sliding-log keeps up to min(limit, window in ms) = 200000 log entries per key",
+    );
   });
 });
