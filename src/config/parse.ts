@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isNode, isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { ConfigError } from '../core/errors.js';
 import { ConfigFileError } from './errors.js';
 import { verifyKeyFiles } from './key-files.js';
@@ -43,6 +43,26 @@ function position(doc: Document, lines: LineCounter, option: string): { line: nu
 }
 
 /**
+ * The first alias that refers to a node containing it (`a: &a [*a]`), which
+ * would make the data a cycle, with its line and column; `undefined` when
+ * there is none. An alias can only name an anchor before it, so a cycle
+ * always goes through such an alias.
+ */
+export function cyclicAlias(doc: Document, lines: LineCounter): { line: number; column: number } | undefined {
+  let found: { line: number; column: number } | undefined;
+  visit(doc, {
+    Alias(_key, node, path) {
+      const target = node.resolve(doc);
+      if (target === undefined || !path.includes(target)) return undefined;
+      const { line, col } = lines.linePos(node.range?.[0] ?? 0);
+      found = { line, column: col };
+      return visit.BREAK;
+    },
+  });
+  return found;
+}
+
+/**
  * Parses and validates a config file's text (YAML 1.2, or JSON, which is
  * YAML too). Returns the typed config; throws a `ConfigFileError` naming the
  * file, the path inside it, what is wrong and the line.
@@ -58,6 +78,8 @@ export function parseConfig(text: string, options: ParseConfigOptions): RateCont
     const where = at === undefined ? undefined : { line: at.line, column: at.col };
     throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', `${where === undefined ? '' : `line ${where.line}, column ${where.column}: `}${detail}`, where);
   }
+  const cycle = cyclicAlias(doc, lines);
+  if (cycle !== undefined) throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', `line ${cycle.line}, column ${cycle.column}: an alias refers to a collection that contains it, which would make the data endless`, cycle);
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });

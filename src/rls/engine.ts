@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from '../index.js';
+import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type Limiter, type Store } from '../index.js';
 import { policyField, rateLimitField, retryAfterSeconds, type AdvertisedLimit } from '../http/index.js';
-import { UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsRule, type RlsUnit } from './config.js';
+import { ruleDefinition, UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsRule, type RlsUnit } from './config.js';
 import { matchRequest, type Entry, type Match } from './match.js';
 
 /** `RateLimitDescriptor` as the engine reads it (from gRPC or `/json`). */
@@ -70,30 +70,12 @@ interface Ctx {
 }
 
 const MAX_UINT32 = 0xffff_ffff;
-const keyOf = (ctx: Ctx): string => ctx.k;
 
 /** A rule's limiter with what decides whether a reload may keep it. */
 interface Built {
   readonly rule: RlsRule;
   readonly limiter: Limiter<Ctx>;
   readonly signature: string;
-}
-
-function definition(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): LimitDefinition<Ctx> {
-  return {
-    name,
-    purpose: rule.purpose ?? 'shedding',
-    ...(rule.onError !== undefined && { onError: rule.onError }),
-    ...(rule.acknowledgeFailOpen !== undefined && { acknowledgeFailOpen: rule.acknowledgeFailOpen }),
-    algorithm: rule.algorithm,
-    limit: requestsPerUnit,
-    window: UNIT_MS[unit],
-    ...(rule.burst !== undefined && { burst: rule.burst }),
-    key: keyOf,
-    ...(rule.failClosedAfterMs !== undefined && { failClosedAfter: rule.failClosedAfterMs }),
-    ...(rule.reason !== undefined && { reason: rule.reason }),
-    shadow: rule.shadow,
-  };
 }
 
 /** What a reload compares: every clause that changes decisions (not where the rule was written). */
@@ -174,7 +156,7 @@ export class RlsEngine {
 
   #limiter(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): Limiter<Ctx> {
     const store = rule.store === 'local' ? this.#options.localStore : this.#options.store;
-    return createLimiter<Ctx>({ limits: [definition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
+    return createLimiter<Ctx>({ limits: [ruleDefinition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
   }
 
   /** Every limiter now in use (for the metrics bindings). */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../service/helpers.js';
-import { ConfigError, ConfigFileError, parseConfig, parseHttpDate, requestFrom, resolveIpOptions, retryAfterMs } from './subjects.js';
+import { ConfigError, ConfigFileError, parseConfig, parseHttpDate, parseRlsConfig, requestFrom, resolveIpOptions, retryAfterMs } from './subjects.js';
 import { descriptorsTarget } from './targets/descriptors.js';
 
 describe('defects found by fuzzing', () => {
@@ -83,5 +83,28 @@ describe('defects found by fuzzing', () => {
     await expect(Promise.resolve().then(() => descriptorsTarget.run(input))).rejects.toThrow(
       "descriptors[0].limit: 200000 per year cannot be applied with the rule's algorithm (sliding-log keeps up to min(limit, window in ms) = 200000 log entries per key",
     );
+  });
+
+  it('a YAML alias inside the collection it names is a syntax error at its line; before, the validators recursed until the stack overflowed (RangeError)', () => {
+    expect(() => parseConfig('limits: &l\n  - { name: a, purpose: shedding, limit: 3, window: 1m, key: ip, reason: *l }\nroutes: []\n', { file: 'c.yaml' })).toThrow(
+      new ConfigFileError('RC_CONFIG_SYNTAX', 'c.yaml', '', 'line 2, column 74: an alias refers to a collection that contains it, which would make the data endless', { line: 2, column: 74 }),
+    );
+    expect(() => parseRlsConfig([{ file: 'r.yaml', text: 'domain: a\ndescriptors: &d\n  - key: k\n    descriptors: *d\n' }])).toThrow('r.yaml: line 4, column 18: an alias refers to a collection that contains it');
+    // An alias to an earlier, finished node is fine.
+    expect(parseRlsConfig([{ file: 'r.yaml', text: 'domain: a\ndescriptors:\n  - &k { key: k, rate_limit: { unit: second, requests_per_unit: 1 } }\n  - { key: j, rate_limit: { unit: second, requests_per_unit: 2 } }\n' }]).rules).toHaveLength(2);
+  });
+
+  it('an rls file past yaml\'s alias bound (a billion-laughs document) is a ConfigFileError; before, yaml\'s ReferenceError escaped', () => {
+    const bomb = 'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n';
+    const parse = (): unknown => parseRlsConfig([{ file: 'r.yaml', text: bomb }]);
+    expect(parse).toThrow(ConfigFileError);
+    expect(parse).toThrow('r.yaml: Excessive alias count indicates a resource exhaustion attack');
+  });
+
+  it('an rls rule the library cannot run is refused at load naming the rule; before, audit passed it and rls failed at startup with "limits[0].limit: ..."', () => {
+    const text = 'domain: messaging\ndescriptors:\n  - key: to_number\n    rate_limit: { unit: day, requests_per_unit: 4294967295, algorithm: sliding-log }\n';
+    const parse = (): unknown => parseRlsConfig([{ file: 'r.yaml', text }]);
+    expect(parse).toThrow(ConfigFileError);
+    expect(parse).toThrow(/^r\.yaml: descriptors\[0\]\.rate_limit\.requests_per_unit: sliding-log keeps up to min\(limit, window in ms\) = 86400000 log entries per key, .* \(line 4, column 49\)$/);
   });
 });

@@ -5,7 +5,7 @@ import { docContracts, filesIn } from '../corpus.js';
 import { EDGE_NUMBERS, HOSTILE_KEYS } from '../mutate.js';
 import type { FuzzTarget } from '../harness.js';
 import { auditContract, ConfigFileError, parseConfig } from '../subjects.js';
-import { anyValue, nameText, own, withFaults } from './shapes.js';
+import { anyValue, nameText, own, withFaults, yamlWithAliases } from './shapes.js';
 
 const duration = fc.tuple(fc.integer({ min: 1, max: 120 }), fc.constantFrom('ms', 's', 'm', 'h', 'd')).map(([n, u]) => `${n}${u}`);
 const opt = <T>(arb: fc.Arbitrary<T>, weight = 1): fc.Arbitrary<readonly [] | readonly [T]> =>
@@ -90,7 +90,7 @@ export const contractText: fc.Arbitrary<string> = fc.tuple(withFaults(validContr
 
 export const contractTarget: FuzzTarget = {
   name: 'contract',
-  arbitrary: fc.oneof({ weight: 8, arbitrary: contractText }, { weight: 1, arbitrary: anyValue.map((v) => stringify(v)) }),
+  arbitrary: fc.oneof({ weight: 8, arbitrary: contractText }, { weight: 2, arbitrary: yamlWithAliases(withFaults(validContract, 1)) }, { weight: 1, arbitrary: anyValue.map((v) => stringify(v)) }),
   seeds: () => [
     ...filesIn('test/config/fixtures', ['.yaml', '.yml', '.json']),
     ...filesIn('test/cli/fixtures', ['.yaml']),

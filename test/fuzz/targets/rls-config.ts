@@ -6,7 +6,7 @@ import { EDGE_NUMBERS, HOSTILE_KEYS } from '../mutate.js';
 import type { FuzzTarget } from '../harness.js';
 import { ConfigFileError, memoryStore, parseRlsConfig, RlsEngine } from '../subjects.js';
 import { durationText } from './duration.js';
-import { anyValue, mapping, near, own } from './shapes.js';
+import { anyValue, mapping, near, own, yamlWithAliases } from './shapes.js';
 
 const UNITS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year', 'SECOND', 'Minute', 'fortnight', ''] as const;
 const descriptorKey = fc.oneof(fc.constantFrom('to_number', 'message_type', 'remote_address', 'generic_key', 'k', ...HOSTILE_KEYS), fc.string({ maxLength: 6 }));
@@ -49,10 +49,14 @@ const descriptorArb = fc.letrec<{ descriptor: Record<string, unknown> }>((tie) =
   ),
 })).descriptor;
 
-/** A reference-format file as YAML. */
-export const rlsText: fc.Arbitrary<string> = fc
-  .tuple(mapping({ domain: near(fc.constantFrom('messaging', 'edge', '', '__proto__', 'constructor')), descriptors: near(fc.array(descriptorArb, { maxLength: 4 })) }, { required: ['domain', 'descriptors'] }), fc.boolean())
-  .map(([doc, flow]) => stringify(doc, flow ? { collectionStyle: 'flow' } : {}));
+/** A reference-format document: a domain and its descriptor tree. */
+const rlsDoc = mapping({ domain: near(fc.constantFrom('messaging', 'edge', '', '__proto__', 'constructor')), descriptors: near(fc.array(descriptorArb, { maxLength: 4 })) }, { required: ['domain', 'descriptors'] });
+
+/** A reference-format file as YAML, now and then with aliases. */
+export const rlsText: fc.Arbitrary<string> = fc.oneof(
+  { weight: 4, arbitrary: fc.tuple(rlsDoc, fc.boolean()).map(([doc, flow]) => stringify(doc, flow ? { collectionStyle: 'flow' } : {})) },
+  { weight: 1, arbitrary: yamlWithAliases(rlsDoc) },
+);
 
 const store = memoryStore();
 const localStore = memoryStore();

@@ -5,6 +5,7 @@
  * keys as their own (as YAML and JSON parsers make them).
  */
 import fc from 'fast-check';
+import { Document, isAlias, isCollection, isPair, stringify, visit, type Node, type YAMLMap, type YAMLSeq } from 'yaml';
 import { HOSTILE_KEYS } from '../mutate.js';
 
 /** An object with these entries as own, enumerable properties (a `__proto__` entry stays a key; it does not set the prototype). */
@@ -146,4 +147,39 @@ function structuredCopy<T>(v: T): T {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map((x: unknown) => structuredCopy(x)) as T;
   return own(Object.keys(v).map((k) => [k, structuredCopy((v as Record<string, unknown>)[k])])) as T;
+}
+
+/**
+ * A document as YAML text with up to `most` aliases put in: each replaces a
+ * value with an alias to another node (an earlier one, a later one, or one
+ * that contains it), so anchors, aliases, cycles and forward references reach
+ * the parser. The form is block or flow.
+ */
+export function yamlWithAliases(docArb: fc.Arbitrary<unknown>, most = 2): fc.Arbitrary<string> {
+  return fc.tuple(docArb, fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: most }), fc.boolean()).map(([data, picks, flow]) => {
+    const doc = new Document(data);
+    const nodes: Node[] = [];
+    const hosts: Array<YAMLMap | YAMLSeq> = [];
+    visit(doc, {
+      Node(_key, node) {
+        nodes.push(node);
+        if (isCollection(node)) hosts.push(node);
+      },
+    });
+    for (const [target, host] of picks) {
+      const t = nodes[target % Math.max(1, nodes.length)];
+      const h = hosts[host % Math.max(1, hosts.length)];
+      if (t === undefined || h === undefined || h.items.length === 0 || isAlias(t)) continue;
+      const i = target % h.items.length;
+      const alias = doc.createAlias(t, `a${target % 5}`);
+      const item = h.items[i];
+      if (isPair(item)) item.value = alias;
+      else h.items[i] = alias;
+    }
+    try {
+      return doc.toString(flow ? { collectionStyle: 'flow' } : {});
+    } catch {
+      return stringify(data);
+    }
+  });
 }
