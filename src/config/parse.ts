@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { isMap, isNode, isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
+import { isAlias, isMap, isNode, isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { ConfigError } from '../core/errors.js';
 import { ConfigFileError } from './errors.js';
 import { verifyKeyFiles } from './key-files.js';
@@ -46,14 +46,20 @@ function position(doc: Document, lines: LineCounter, option: string): { line: nu
  * The first alias that refers to a node containing it (`a: &a [*a]`), which
  * would make the data a cycle, with its line and column; `undefined` when
  * there is none. An alias can only name an anchor before it, so a cycle
- * always goes through such an alias.
+ * always goes through such an alias. One pass in document order, keeping
+ * the latest node of each anchor (as yaml resolves them).
  */
 export function cyclicAlias(doc: Document, lines: LineCounter): { line: number; column: number } | undefined {
   let found: { line: number; column: number } | undefined;
+  const anchors = new Map<string, unknown>();
   visit(doc, {
-    Alias(_key, node, path) {
-      const target = node.resolve(doc);
-      if (target === undefined || !path.includes(target)) return undefined;
+    Node(_key, node, path) {
+      if (!isAlias(node)) {
+        if (node.anchor !== undefined) anchors.set(node.anchor, node);
+        return undefined;
+      }
+      const target = anchors.get(node.source);
+      if (target === undefined || !path.includes(target as never)) return undefined;
       const { line, col } = lines.linePos(node.range?.[0] ?? 0);
       found = { line, column: col };
       return visit.BREAK;
