@@ -124,4 +124,9 @@ describe('defects found by fuzzing', () => {
       expect(best).toBeLessThan(250);
     }
   });
+
+  it('an algorithm given as a mapping (with a toString key) is RC_UNKNOWN_ALGORITHM; before, it threw "Cannot convert object to primitive value"', () => {
+    const text = 'limits:\n  - { name: a, purpose: shedding, algorithm: { toString: token-bucket }, limit: 3, window: 1m, key: ip }\nroutes:\n  - { match: GET /a, limits: [a] }\n';
+    expect(() => parseConfig(text, { file: 'c.yaml' })).toThrow(/^c\.yaml: limits\[0\]\.algorithm: unknown algorithm \{"toString":"token-bucket"\}; expected one of /);
+  });
 });
