@@ -3,5 +3,5 @@ import { fuzzSuite } from './suite.js';
 import { contractTarget } from './targets/contract.js';
 
 describe('fuzz: contract', () => {
-  fuzzSuite(contractTarget, { minRuns: 100, long: false });
+  fuzzSuite(contractTarget, { minRuns: 50, long: false });
 });

@@ -3,5 +3,5 @@ import { fuzzSuite } from './suite.js';
 import { rlsConfigTarget } from './targets/rls-config.js';
 
 describe('fuzz: rls-config', () => {
-  fuzzSuite(rlsConfigTarget, { minRuns: 100, long: false });
+  fuzzSuite(rlsConfigTarget, { minRuns: 50, long: false });
 });

@@ -9,7 +9,7 @@
  * (503 only from a limit or /readyz; 501 only for an upgrade without
  * --upstream); every gRPC call ends in OK or a status error; afterwards the
  * process still answers /healthz and logged no error line. Budget:
- * `FUZZ_BUDGET_MS` (default 4000) per server and kind of input.
+ * `FUZZ_BUDGET_MS` (default 3000) per server and kind of input.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -5,7 +5,7 @@
  * must pass `check` (harness.ts); the heap after a full collection may grow
  * by at most `HEAP_BOUND_BYTES` over the whole run.
  *
- * Budgets: `FUZZ_BUDGET_MS` (default 4000 per target: 60% generated, 40%
+ * Budgets: `FUZZ_BUDGET_MS` (default 3000 per target: 60% generated, 40%
  * mutated seeds and corpus) scales the run; `FC_SEED` replays a reported
  * failure. The on-demand, coverage-guided run is `npm run fuzz` (run.ts).
  */
@@ -16,7 +16,7 @@ import { check, formatFinding, type FuzzTarget } from './harness.js';
 import { mutatedArb } from './mutate.js';
 
 /** Time budget of one target's generated and mutated inputs, ms. */
-export const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 4000);
+export const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 3000);
 /** Most the heap may grow over one target's run, after a full collection. */
 export const HEAP_BOUND_BYTES = 64 * 1024 * 1024;
 /** Length of the repeated-token inputs, characters. */
