@@ -1,5 +1,6 @@
 /** The polite client's reading of a response: `RateLimit`, `RateLimit-Policy`, `Retry-After` and HTTP dates. */
 import fc from 'fast-check';
+import { docLines } from '../corpus.js';
 import { EDGE_NUMBERS, HOSTILE_KEYS } from '../mutate.js';
 import type { FuzzTarget } from '../harness.js';
 import { parseHttpDate, parsePolicy, parseRateLimit, retryAfterMs } from '../subjects.js';
@@ -48,6 +49,8 @@ export const clientFieldsTarget: FuzzTarget = {
     'Sunday, 06-Nov-94 08:49:37 GMT',
     'Sun Nov  6 08:49:37 1994',
     '120',
+    // The fields as the docs print them (docs/headers.md, docs/client.md).
+    ...docLines(/^(RateLimit|RateLimit-Policy|Retry-After):/i).map((l) => l.slice(l.indexOf(':') + 1).trim()),
   ],
   dictionary: [...HOSTILE_KEYS, ...EDGE_NUMBERS, ';', ',', '=', '"', ':', '(', ')', '?1', '*', ' ', 'r=', 't=', 'q=', 'w=', 'pk=', 'GMT', 'Sun, ', ' 1994 ', 'Nov'],
   run: (input) => {

@@ -5,6 +5,7 @@
  * (a `trustProxy` string is a CIDR, an address or a preset name).
  */
 import fc from 'fast-check';
+import { docLines } from '../corpus.js';
 import { HOSTILE_KEYS } from '../mutate.js';
 import type { FuzzTarget } from '../harness.js';
 import { clientAddress, ConfigError, formatIp, parseCidr, parseForwarded, parseIp, parseXForwardedFor, resolveIpOptions, trustsPeer } from '../subjects.js';
@@ -59,6 +60,7 @@ export const forwardedTarget: FuzzTarget = {
     '::ffff:10.0.0.0/104',
     'fe80::1%eth0',
     'uniquelocal',
+    ...docLines(/^(Forwarded|X-Forwarded-For):/i).map((l) => l.slice(l.indexOf(':') + 1).trim()),
   ],
   dictionary: [...HOSTILE_KEYS, 'for=', ';', ',', '"', '\\', '[', ']', ':', '::', '.', '/', '%', 'ffff:', '255', '0', 'by=', 'proto=', ' ', '\t'],
   run: (input) => {
