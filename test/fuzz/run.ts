@@ -289,7 +289,14 @@ async function saveCorpus(state: State): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  let args: Args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    console.error(`npm run fuzz: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 2;
+    return;
+  }
   session.connect();
   await post('Profiler.enable');
   await post('Profiler.startPreciseCoverage', { callCount: true, detailed: true });
