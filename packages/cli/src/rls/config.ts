@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
-import { ConfigError, parseDuration, type AlgorithmName, type OnError, type Purpose } from 'ratecontract';
-import { refuseUnknown } from 'ratecontract/internal';
+import { ConfigError, parseDuration, type AlgorithmName, type LimitDefinition, type OnError, type Purpose } from 'ratecontract';
+import { compileLimits, cyclicAlias, refuseUnknown } from 'ratecontract/internal';
 import { ConfigFileError, parsePath } from 'ratecontract/config';
 
 /** The units of `rate_limit.unit` (matched case-insensitively, as the reference does). */
@@ -129,6 +129,44 @@ export function ruleId(path: string, taken: ReadonlySet<string>): string {
   return `${plain.slice(0, 53)}-${digest}`;
 }
 
+/** The context a rule's limiter keys by: the descriptor's counter key. */
+interface RuleContext {
+  readonly k: string;
+}
+
+/** The library limit a rule runs as, at `requestsPerUnit` per `unit` (the rule's own, or a request's override). */
+export function ruleDefinition(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): LimitDefinition<RuleContext> {
+  return {
+    name,
+    purpose: rule.purpose ?? 'shedding',
+    ...(rule.onError !== undefined && { onError: rule.onError }),
+    ...(rule.acknowledgeFailOpen !== undefined && { acknowledgeFailOpen: rule.acknowledgeFailOpen }),
+    algorithm: rule.algorithm,
+    limit: requestsPerUnit,
+    window: UNIT_MS[unit],
+    ...(rule.burst !== undefined && { burst: rule.burst }),
+    key: (ctx: RuleContext) => ctx.k,
+    ...(rule.failClosedAfterMs !== undefined && { failClosedAfter: rule.failClosedAfterMs }),
+    ...(rule.reason !== undefined && { reason: rule.reason }),
+    shadow: rule.shadow,
+  };
+}
+
+/** The file's option a library limit option comes from. */
+const RULE_OPTION: Readonly<Record<string, string>> = { limit: 'requests_per_unit', window: 'unit', burst: 'burst', algorithm: 'algorithm', onError: 'onError', failClosedAfter: 'failClosedAfter' };
+
+/** Refuses a rule the library cannot run (a sliding-log past its memory budget, a burst below the limit's scale): at load, naming the rule's option, not at startup. */
+function checkRunnable(rule: RlsRule): void {
+  if (rule.unlimited || rule.unit === undefined || rule.requestsPerUnit === 0) return;
+  try {
+    compileLimits([ruleDefinition(rule, rule.id, rule.requestsPerUnit, rule.unit) as LimitDefinition], new Set());
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const option = /^limits\[0\]\.(\w+)/.exec(error.option)?.[1];
+    throw new ConfigError(error.code, `${rule.at}${option !== undefined && Object.hasOwn(RULE_OPTION, option) ? `.${RULE_OPTION[option] ?? ''}` : ''}`, error.message.slice(error.option.length + 2));
+  }
+}
+
 interface Loading {
   readonly file: string;
   readonly rules: RlsRule[];
@@ -205,6 +243,7 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
     reason: str(raw.reason, `${at}.reason`),
     store,
   };
+  checkRunnable(rule);
   loading.rules.push(rule);
   return rule;
 }
@@ -268,9 +307,17 @@ export function parseRlsFile(text: string, file: string, domains: Map<string, Rl
     const detail = problem.message.split('\n')[0] ?? 'invalid YAML';
     throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', detail, at === undefined ? undefined : { line: at.line, column: at.col });
   }
+  const cycle = cyclicAlias(doc, lines);
+  if (cycle !== undefined) throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', `line ${cycle.line}, column ${cycle.column}: an alias refers to a collection that contains it, which would make the data endless`, cycle);
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // yaml's own bound on aliases (a "billion laughs" document): a syntax error of the file, as in a contract file.
+    throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', error instanceof Error ? error.message : String(error), undefined, { cause: error });
+  }
   const loading: Loading = { file, rules: [], ids };
   try {
-    const data: unknown = doc.toJS({ maxAliasCount: 100 });
     if (!isRecord(data)) throw new ConfigError('RC_INVALID_OPTION', 'domain', 'the file must be a map with domain and descriptors');
     refuseUnknown(data, ROOT_KEYS, '');
     const domain = str(data.domain, 'domain');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from 'ratecontract';
+import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type Limiter, type Store } from 'ratecontract';
 import { policyField, rateLimitField, retryAfterSeconds, type AdvertisedLimit } from 'ratecontract/http';
-import { UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsRule, type RlsUnit } from './config.js';
+import { ruleDefinition, UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsRule, type RlsUnit } from './config.js';
 import { matchRequest, type Entry, type Match } from './match.js';
 
 /** `RateLimitDescriptor` as the engine reads it (from gRPC or `/json`). */
@@ -70,30 +70,12 @@ interface Ctx {
 }
 
 const MAX_UINT32 = 0xffff_ffff;
-const keyOf = (ctx: Ctx): string => ctx.k;
 
 /** A rule's limiter with what decides whether a reload may keep it. */
 interface Built {
   readonly rule: RlsRule;
   readonly limiter: Limiter<Ctx>;
   readonly signature: string;
-}
-
-function definition(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): LimitDefinition<Ctx> {
-  return {
-    name,
-    purpose: rule.purpose ?? 'shedding',
-    ...(rule.onError !== undefined && { onError: rule.onError }),
-    ...(rule.acknowledgeFailOpen !== undefined && { acknowledgeFailOpen: rule.acknowledgeFailOpen }),
-    algorithm: rule.algorithm,
-    limit: requestsPerUnit,
-    window: UNIT_MS[unit],
-    ...(rule.burst !== undefined && { burst: rule.burst }),
-    key: keyOf,
-    ...(rule.failClosedAfterMs !== undefined && { failClosedAfter: rule.failClosedAfterMs }),
-    ...(rule.reason !== undefined && { reason: rule.reason }),
-    shadow: rule.shadow,
-  };
 }
 
 /** What a reload compares: every clause that changes decisions (not where the rule was written). */
@@ -174,7 +156,7 @@ export class RlsEngine {
 
   #limiter(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): Limiter<Ctx> {
     const store = rule.store === 'local' ? this.#options.localStore : this.#options.store;
-    return createLimiter<Ctx>({ limits: [definition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
+    return createLimiter<Ctx>({ limits: [ruleDefinition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
   }
 
   /** Every limiter now in use (for the metrics bindings). */
@@ -242,7 +224,14 @@ export class RlsEngine {
       if (known && d.limit !== undefined) {
         const unit = d.limit.unit;
         if (unit === undefined) throw new RlsServiceError('UNKNOWN', `descriptors[${i}].limit.unit: unknown unit`);
-        const b = this.#override(request.domain, match, d.limit.requestsPerUnit, unit);
+        let b: Built;
+        try {
+          b = this.#override(request.domain, match, d.limit.requestsPerUnit, unit);
+        } catch (error) {
+          // A limit the matched rule's algorithm cannot count (sliding-log past its memory budget): a request the service cannot serve.
+          if (error instanceof ConfigError) throw new RlsServiceError('UNKNOWN', `descriptors[${i}].limit: ${String(d.limit.requestsPerUnit)} per ${unit} cannot be applied with the rule's algorithm (${error.message.slice(error.option.length + 2)})`);
+          throw error;
+        }
         plans[i] = { rule: b.rule, unit, requestsPerUnit: d.limit.requestsPerUnit, limiter: d.limit.requestsPerUnit === 0 ? undefined : b.limiter, key: descriptorKey(request.domain, d.entries, match?.shared), cost };
         continue;
       }

@@ -14,11 +14,15 @@ function asString(v: unknown): string {
   return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
 }
 
-/** A uint32/uint64 as a number (proto3 JSON writes 64-bit integers as strings); invalid input is refused. */
-function asCount(v: unknown, path: string): number {
+/** Largest uint32, the type of `requests_per_unit` and of the request's `hits_addend`. */
+const MAX_UINT32 = 0xffff_ffff;
+
+/** A uint32 (`max` 2^32 - 1) or uint64 (`max` Infinity) as a number (proto3 JSON writes 64-bit integers as strings); invalid input is refused. */
+function asCount(v: unknown, path: string, max: number): number {
   if (v === undefined || v === null) return 0;
   const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new TypeError(`${path} must be a non-negative integer, got ${JSON.stringify(v)}`);
+  if (n > max) throw new TypeError(`${path} must be a non-negative integer of at most ${max} (a uint32), got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -50,16 +54,16 @@ export function requestFrom(raw: unknown): RlsRequest {
     });
     const limit = d.limit;
     const hits = pick(d, 'hits_addend', 'hitsAddend');
-    const hitsAddend = hits === undefined || hits === null ? undefined : asCount(isRecord(hits) ? hits.value : hits, `descriptors[${i}].hits_addend`);
+    const hitsAddend = hits === undefined || hits === null ? undefined : asCount(isRecord(hits) ? hits.value : hits, `descriptors[${i}].hits_addend`, Infinity);
     return {
       entries,
       ...(isRecord(limit) && {
-        limit: { requestsPerUnit: asCount(pick(limit, 'requests_per_unit', 'requestsPerUnit'), `descriptors[${i}].limit.requests_per_unit`), unit: unitFrom(limit.unit) },
+        limit: { requestsPerUnit: asCount(pick(limit, 'requests_per_unit', 'requestsPerUnit'), `descriptors[${i}].limit.requests_per_unit`, MAX_UINT32), unit: unitFrom(limit.unit) },
       }),
       ...(hitsAddend !== undefined && { hitsAddend }),
     };
   });
-  return { domain: asString(raw.domain), descriptors, hitsAddend: asCount(pick(raw, 'hits_addend', 'hitsAddend'), 'hits_addend') };
+  return { domain: asString(raw.domain), descriptors, hitsAddend: asCount(pick(raw, 'hits_addend', 'hitsAddend'), 'hits_addend', MAX_UINT32) };
 }
 
 function duration(ms: number): { seconds: number; nanos: number } {

@@ -28,7 +28,10 @@ export function demoHandler(req: IncomingMessage, res: ServerResponse, route: Ru
       send(res, 200, { user: field(body, 'username') ?? null, note: 'demo: every password is accepted' });
       return;
     case 'GET /search': {
-      const q = new URL(req.url ?? '/', 'http://demo').searchParams.get('q') ?? '';
+      // The query alone: a target such as `//:/../search` (which routes as /search) is no URL to parse.
+      const target = (req.url ?? '').split('#')[0] ?? '';
+      const at = target.indexOf('?');
+      const q = new URLSearchParams(at < 0 ? '' : target.slice(at + 1)).get('q') ?? '';
       send(res, 200, { q, results: [] });
       return;
     }

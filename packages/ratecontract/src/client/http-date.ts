@@ -25,10 +25,13 @@ const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`);
 function instant(year: number, month: string, day: number, h: number, m: number, s: number): number | undefined {
   const mi = MONTHS.indexOf(month as (typeof MONTHS)[number]);
   if (mi < 0 || h > 23 || m > 59 || s > 60 || day < 1) return undefined;
-  const t = Date.UTC(year, mi, day, h, m, s);
+  // Not Date.UTC, which reads a year below 100 as 1900 + year: `0094` is the year 94.
+  const d = new Date(0);
+  d.setUTCFullYear(year, mi, day);
   // Day 31 of a 30-day month would roll over: refuse it.
-  if (new Date(Date.UTC(year, mi, day)).getUTCDate() !== day) return undefined;
-  return t;
+  if (d.getUTCDate() !== day) return undefined;
+  d.setUTCHours(h, m, s);
+  return d.getTime();
 }
 
 /**

@@ -64,6 +64,35 @@ function position(y: Yaml, doc: Document, lines: LineCounter, option: string): {
 }
 
 /**
+ * The first alias that refers to a node containing it (`a: &a [*a]`), which
+ * would make the data a cycle, with its line and column; `undefined` when
+ * there is none. An alias can only name an anchor before it, so a cycle
+ * always goes through such an alias. One pass in document order, keeping
+ * the latest node of each anchor (as yaml resolves them).
+ */
+export function cyclicAlias(doc: Document, lines: LineCounter): { line: number; column: number } | undefined {
+  const y = loadYaml();
+  if (y === undefined) return undefined;
+  const { isAlias, visit } = y;
+  let found: { line: number; column: number } | undefined;
+  const anchors = new Map<string, unknown>();
+  visit(doc, {
+    Node(_key, node, path) {
+      if (!isAlias(node)) {
+        if (node.anchor !== undefined) anchors.set(node.anchor, node);
+        return undefined;
+      }
+      const target = anchors.get(node.source);
+      if (target === undefined || !path.includes(target as never)) return undefined;
+      const { line, col } = lines.linePos(node.range?.[0] ?? 0);
+      found = { line, column: col };
+      return visit.BREAK;
+    },
+  });
+  return found;
+}
+
+/**
  * Parses and validates a config file's text (YAML 1.2, or JSON, which is
  * YAML too). Returns the typed config; throws a `ConfigFileError` naming the
  * file, the path inside it, what is wrong and the line.
@@ -81,6 +110,8 @@ export function parseConfig(text: string, options: ParseConfigOptions): RateCont
     const where = at === undefined ? undefined : { line: at.line, column: at.col };
     throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', `${where === undefined ? '' : `line ${where.line}, column ${where.column}: `}${detail}`, where);
   }
+  const cycle = cyclicAlias(doc, lines);
+  if (cycle !== undefined) throw new ConfigFileError('RC_CONFIG_SYNTAX', file, '', `line ${cycle.line}, column ${cycle.column}: an alias refers to a collection that contains it, which would make the data endless`, cycle);
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });

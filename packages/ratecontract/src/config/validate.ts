@@ -278,6 +278,8 @@ export function validateConfig(doc: unknown, options: ValidateOptions): RateCont
   if (o.stores !== undefined) {
     for (const [name, s] of Object.entries(mapping(o.stores, ['stores'], 'store name -> { type, ... }'))) {
       if (!NAME_PATTERN.test(name)) fail('RC_INVALID_NAME', ['stores', name], `a store name must match [a-z0-9_-]{1,64}`);
+      // Stores are looked up by name in plain objects, where `__proto__` is the prototype, not a key.
+      if (name === '__proto__') fail('RC_INVALID_NAME', ['stores', name], 'a store cannot be named __proto__ (it would set the prototype of the store table, not add a store)');
       stores[name] = store(s, ['stores', name]);
     }
   }

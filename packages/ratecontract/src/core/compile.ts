@@ -190,8 +190,9 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     );
   }
   const algorithm: AlgorithmName = def.algorithm ?? 'gcra';
-  const algo = algorithms[algorithm] as (typeof algorithms)[AlgorithmName] | undefined;
-  if (typeof algorithm !== 'string' || algo === undefined || !Object.hasOwn(algorithms, algorithm)) {
+  // Typed as a name, but a config file or plain JS may hand anything: an object used as a key would be converted (and could throw).
+  const algo = typeof algorithm === 'string' && Object.hasOwn(algorithms, algorithm) ? algorithms[algorithm] : undefined;
+  if (algo === undefined) {
     throw new ConfigError('RC_UNKNOWN_ALGORITHM', `${where}algorithm`, `unknown algorithm ${JSON.stringify(def.algorithm)}; expected one of ${Object.keys(algorithms).join(', ')}${typeof def.algorithm === 'string' ? didYouMean(def.algorithm, Object.keys(algorithms)) : ''}`);
   }
   const limit = positiveInt(def.limit, 'RC_INVALID_LIMIT', `${where}limit`);

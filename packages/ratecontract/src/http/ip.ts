@@ -63,7 +63,8 @@ export function resolveIpOptions(o: IpOptions): ResolvedIpOptions {
     list.forEach((entry, i) => {
       const at = typeof t === 'string' ? 'trustProxy' : `trustProxy[${i}]`;
       if (typeof entry !== 'string') throw new ConfigError('RC_INVALID_OPTION', at, `expected a CIDR, an address or a preset name, got ${typeof entry}`);
-      for (const spec of PRESETS[entry] ?? [entry]) {
+      // Own presets only: `constructor` or `__proto__` is a (bad) CIDR, not Object.prototype's member.
+      for (const spec of (Object.hasOwn(PRESETS, entry) ? PRESETS[entry] : undefined) ?? [entry]) {
         const c = parseCidr(spec.trim());
         if (c === undefined) {
           throw new ConfigError('RC_INVALID_OPTION', at, `not a CIDR, an address or one of ${Object.keys(PRESETS).join(', ')}: ${JSON.stringify(entry)}`);
