@@ -75,7 +75,7 @@ export const rlsConfigTarget: FuzzTarget = {
     const config = parseRlsConfig([{ file: 'fuzz.yaml', text: input }]);
     // Every accepted rule must build: the server builds the same engine at startup and on reload.
     const engine = new RlsEngine(config, { store, localStore });
-    engine.close();
+    void engine.close();
     return config;
   },
   allowed: (error) => error instanceof ConfigFileError && error.file === 'fuzz.yaml',
