@@ -25,7 +25,7 @@ export async function startAdminServer(sources: AdminSources): Promise<AdminTest
       registry: { contentType: 'text/plain; version=0.0.4; charset=utf-8', metrics: sources.metrics },
       contract: sources.contract,
       stats: sources.stats,
-      readiness: () => ({ ready: true, draining: false, stores: {} }),
+      readiness: () => ({ ready: true, draining: false, inFlight: 0, stores: {} }),
     }),
   );
   server.keepAliveTimeout = 1000;

@@ -7,6 +7,8 @@ import { errorText, methodNotAllowed, sendJson, sendProblem } from './http.js';
 export interface Readiness {
   readonly ready: boolean;
   readonly draining: boolean;
+  /** Requests in flight (what a drain waits for). */
+  readonly inFlight: number;
   readonly stores: Readonly<Record<string, boolean>>;
 }
 

@@ -155,7 +155,7 @@ export async function startHost(options: HostOptions, build: (ctx: HostContext) 
           stats: () => stats.snapshot(named()),
           readiness: () => {
             const stores = front.stores();
-            return { ready: !draining && [...stores.values()].every(Boolean), draining, stores: Object.fromEntries(stores) };
+            return { ready: !draining && [...stores.values()].every(Boolean), draining, inFlight: inFlight.count, stores: Object.fromEntries(stores) };
           },
           routes: front.adminRoutes,
         });
