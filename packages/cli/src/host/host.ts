@@ -68,10 +68,14 @@ export interface HostContext {
  * the command's (`holdSignals` in `./signals.ts`): it calls the `Host`'s
  * `reload` and `shutdown`.
  *
- * A `decide` front end, for instance, builds its contract runtime, answers
- * forward-auth requests on its port calling `inFlight.track(res)` on each,
- * and returns the seven members above: nothing of the admin port, reload,
- * watcher or drain is its own.
+ * A `decide` front end, for instance, builds its contract with
+ * `buildContractGeneration` (`./contract-runtime.ts`, as serve does: the
+ * stores, the readiness wait, the `store` lines; `keptStores` on a
+ * reload), answers forward-auth requests on its port calling
+ * `inFlight.track(res)` on each, and returns the seven members above:
+ * `contract()` is `auditContract(config)`, `stores()` the generation's
+ * `ready`, `reload(path)` loads, builds and swaps a generation. Nothing of
+ * the admin port, reload queue, watcher, signals or drain is its own.
  */
 export interface FrontEnd {
   contract(): unknown;

@@ -12,3 +12,4 @@ export { logConnectionError, logStoreEvents } from './store-log.js';
 export { waitForStores, type StoreToWait } from './store-readiness.js';
 export { serverLogger } from './logger.js';
 export { authorityHost, closeServer, errorText, listen, methodNotAllowed, origin, redactUrl, sendJson, sendProblem, sendText } from './http.js';
+export { buildContractGeneration, keptStores, type ContractGeneration, type ContractGenerationOptions } from './contract-runtime.js';

@@ -1,59 +1,46 @@
 import type { Logger } from 'pino';
 import { createGuard, type NodeGuard } from 'ratecontract/node';
-import { buildRuntime, type ContractRuntime, type RateContractConfig, type RuntimeRoute } from 'ratecontract/config';
-import { errorText, redactUrl, waitForStores, type NamedLimiter } from '../host/index.js';
+import type { RateContractConfig, RuntimeRoute } from 'ratecontract/config';
+import { buildContractGeneration, errorText, type ContractGeneration, type LogThrottle, type NamedLimiter } from '../host/index.js';
 import { identifyFrom } from './identify.js';
 
-/** One contract in force: its runtime, a guard per limited route, and its stores' readiness. */
-export interface Generation {
-  readonly config: RateContractConfig;
-  readonly runtime: ContractRuntime;
+/** One contract in force for serve: the host's generation and a guard per limited route. */
+export interface Generation extends ContractGeneration {
   readonly guards: Map<RuntimeRoute, NodeGuard>;
-  readonly ready: ReadonlyMap<string, boolean>;
 }
 
 /** Options of `buildGeneration`. */
 export interface GenerationOptions {
   readonly log: Logger;
-  /** The generation this one replaces (a reload): its unchanged stores are taken over, and not logged again. */
+  readonly throttle: LogThrottle;
+  /** The generation this one replaces (a reload). */
   readonly previous?: Generation | undefined;
-  /** Bound on the wait for each new store to be ready. */
   readonly readyTimeoutMs: number;
-  readonly onRedisError: (store: string, error: unknown) => void;
 }
 
-/** Builds a contract's stores, limiters and guards, and waits (bounded) for its new stores, one `store` line each. */
+/** Builds a contract's runtime (waiting, bounded, for its new stores) and its routes' guards. */
 export async function buildGeneration(config: RateContractConfig, options: GenerationOptions): Promise<Generation> {
   const { log } = options;
-  const previous = options.previous?.runtime;
-  const runtime = await buildRuntime(config, { onRedisError: options.onRedisError, previous });
+  const gen = await buildContractGeneration(config, options);
   const identify = identifyFrom(config.http);
   const guards = new Map<RuntimeRoute, NodeGuard>();
   try {
-    for (const r of runtime.routes) {
+    for (const r of gen.runtime.routes) {
       if (r.limiter === undefined) continue;
       guards.set(
         r,
         createGuard(r.limiter, {
-          ...runtime.guardOptions,
+          ...gen.runtime.guardOptions,
           ...(identify !== undefined && { identify }),
           onUnexpectedError: (error) => log.error({ event: 'guard-error', route: r.config.match, error: errorText(error) }),
         }),
       );
     }
   } catch (error) {
-    await runtime.close();
+    await gen.runtime.close();
     throw error;
   }
-  const ready = await waitForStores(
-    [...runtime.stores].map(([name, store]) => {
-      const def = config.stores[name];
-      return { name, store, url: def?.type === 'redis' ? redactUrl(def.url) : undefined, log: previous?.stores.get(name) !== store };
-    }),
-    options.readyTimeoutMs,
-    log,
-  );
-  return { config, runtime, guards, ready };
+  return { ...gen, guards };
 }
 
 /** The limiters of a generation, named by their routes (for `/metrics` and `/stats.json`). */

@@ -5,7 +5,7 @@ import { getBody } from 'ratecontract/node';
 import { loadConfig, type RateContractConfig } from 'ratecontract/config';
 import { usesBody } from 'ratecontract/http';
 import { auditContract } from '../contract/audit.js';
-import { listen, logConnectionError, origin, redactUrl, sendProblem, startHost, errorText, type FrontEnd, type HostContext } from '../host/index.js';
+import { errorText, keptStores, listen, origin, redactUrl, sendProblem, startHost, type FrontEnd, type HostContext } from '../host/index.js';
 import { answerClientError, refusalBytes, refuse } from './client-error.js';
 import { demoHandler } from './demo.js';
 import { buildGeneration, namedLimiters, type Generation } from './generation.js';
@@ -82,7 +82,7 @@ async function serveFrontEnd(options: ServiceOptions, ctx: HostContext): Promise
   const { log, inFlight } = ctx;
   const transform = options.transform ?? ((c: RateContractConfig) => c);
   const build = (config: RateContractConfig, previous: Generation | undefined): Promise<Generation> =>
-    buildGeneration(config, { log, previous, readyTimeoutMs: options.readyTimeoutMs, onRedisError: (store, error) => logConnectionError(log, ctx.throttle, store, error) });
+    buildGeneration(config, { log, throttle: ctx.throttle, previous, readyTimeoutMs: options.readyTimeoutMs });
 
   let current = await build(transform(options.config), undefined);
   const proxy = options.upstream === undefined ? undefined : new ReverseProxy({ upstream: options.upstream, timeoutMs: options.upstreamTimeoutMs });
@@ -180,9 +180,8 @@ async function serveFrontEnd(options: ServiceOptions, ctx: HostContext): Promise
       const next = await build(transform(await loadConfig(path)), current);
       const old = current;
       current = next;
-      const keptStores = [...next.runtime.stores].filter(([name, s]) => old.runtime.stores.get(name) === s).map(([name]) => name);
       await old.runtime.close();
-      return { limits: next.config.compiled.length, routes: next.config.routes.length, keptStores };
+      return { limits: next.config.compiled.length, routes: next.config.routes.length, keptStores: keptStores(next, old) };
     },
     async listen() {
       await listen(server, options.port, options.host);
