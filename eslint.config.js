@@ -64,6 +64,8 @@ export default tseslint.config(
   // The Envoy rate limit service sits beside src/service: it builds on core, stores, http, metrics and config, and only the cli imports it.
   ...layer('packages/cli/src/rls/**/*.ts', ['adapters', 'cli', 'testing', 'serve']),
   ...layer('packages/cli/src/serve/**/*.ts', ['rls']),
+  // The host every server plugs into: it knows no front end (serve, rls, decide) and no command.
+  ...layer('packages/cli/src/host/**/*.ts', ['serve', 'rls', 'decide', 'cli', 'contract']),
   {
     // Unit tests run without Redis: only test/redis, test/faults, test/load and test/service (spawned services) may start redis-server or talk to it.
     files: ['test/**/*.ts'],

@@ -95,7 +95,7 @@ async function startRedis() {
 const rlsPort = (line) => {
   try {
     const l = JSON.parse(line);
-    return l.event === 'startup' ? { port: l.grpcPort, admin: l.admin } : undefined;
+    return l.event === 'startup' ? { port: l.grpcPort, admin: l.adminUrl } : undefined;
   } catch {
     return undefined;
   }

@@ -7,7 +7,8 @@
  * admin-page.browser.test.ts serves the page from a test server that hands it
  * an array of rows, the shape the page expected; the service answered
  * `/contract` with an object, so the page said "no limits" and no test saw it.
- * This file talks only to the real service.
+ * This file talks only to the real service. `ratecontract rls` serves the
+ * same page on its admin port, with its rules as the contract's rows.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { loadConfig, type RateContractConfig } from '../../packages/ratecontract
 import { demoConfig } from '../../packages/cli/src/contract/demo.js';
 import { auditContract } from '../../packages/cli/src/contract/audit.js';
 import { serve, type Served } from '../integration/serve/helpers.js';
+import { startRls } from '../integration/rls/helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -124,6 +126,44 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the admin page of 
       await page.close();
     } finally {
       expect(await s.stop()).toBe(0);
+    }
+  });
+
+  it('rls: the same page, its rules as the rows and their limits as the cards', async () => {
+    const conf = mkdtempSync(join(dir, 'rls-'));
+    writeFileSync(
+      join(conf, 'messaging.yaml'),
+      [
+        'domain: messaging',
+        'descriptors:',
+        '  - key: to_number',
+        '    rate_limit: { unit: hour, requests_per_unit: 5, purpose: abuse, reason: SMS pumping to one number }',
+        '  - key: message_type',
+        '    value: marketing',
+        '    rate_limit: { unit: day, requests_per_unit: 1000 }',
+        '',
+      ].join('\n'),
+    );
+    const r = await startRls(['--config', conf]);
+    try {
+      const doc = (await (await fetch(`${r.adminUrl as string}/contract`)).json()) as { rows: Array<Record<string, unknown>>; findings: Array<{ code: string }> };
+      const { page, external } = await openAdmin(context, r.adminUrl as string);
+      const shown = await readPage(page);
+      expect(shown.empty).toBe(false);
+      for (const column of ['rule', 'path', 'bound', 'purpose', 'onError']) expect(shown.headers).toContain(column);
+      expect(shown.rows).toHaveLength(2);
+      expect(shown.rows.map((row) => row.path)).toEqual(['messaging.to_number', 'messaging.message_type_marketing']);
+      expect(shown.rows.map((row) => row.rule)).toEqual(doc.rows.map((row) => row.rule));
+      expect(shown.rows.map((row) => row.bound)).toEqual(['5 per hour', '1000 per day']);
+      expect(shown.rows[0]?.onError).toBe('closed');
+      // The cards (from /stats.json) are the rules' limits, named by rule.
+      expect([...shown.cards].sort()).toEqual(doc.rows.map((row) => String(row.rule)).sort());
+      expect(shown.findings).toEqual(doc.findings.map((f) => f.code));
+      expect(shown.findings.length).toBeGreaterThan(0);
+      expect(external).toEqual([]);
+      await page.close();
+    } finally {
+      expect(await r.stop()).toBe(0);
     }
   });
 });

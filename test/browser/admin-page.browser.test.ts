@@ -9,7 +9,7 @@ import { demoConfig } from '../../packages/cli/src/contract/demo.js';
 import { auditContract } from '../../packages/cli/src/contract/audit.js';
 import type { Limiter } from '../../packages/ratecontract/src/index.js';
 import { prometheusMetrics, type PrometheusMetrics } from '../../packages/ratecontract/src/metrics/index.js';
-import { LiveStats, type StatsSnapshot } from '../../packages/cli/src/serve/live-stats.js';
+import { LiveStats, type StatsSnapshot } from '../../packages/cli/src/host/live-stats.js';
 import { parseExposition, sampleValue } from '../unit/metrics/helpers.js';
 import { startAdminServer, type AdminTestServer } from '../integration/serve/admin-server.js';
 

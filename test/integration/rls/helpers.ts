@@ -115,7 +115,7 @@ export async function startRls(args: readonly string[], budgetMs = 20_000): Prom
     client.close();
     return s.stop();
   };
-  return { grpcAddress, httpUrl: startup.http as string, adminUrl: startup.admin as string | undefined, logs: s.logs, client, stderr: s.stderr, waitForLog: s.waitForLog, exited: s.exited, signal: s.signal, stop };
+  return { grpcAddress, httpUrl: startup.url as string, adminUrl: startup.adminUrl as string | undefined, logs: s.logs, client, stderr: s.stderr, waitForLog: s.waitForLog, exited: s.exited, signal: s.signal, stop };
 }
 
 /** One request's descriptor from `key=value` pairs (`key` alone for an empty value). */

@@ -41,7 +41,8 @@ describe('reload', () => {
 
   it('refuses a bad file: logged with the file and path, counted, the running config kept', async () => {
     writeFileSync(join(dir, 'bad.yaml'), 'domain: bad\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n');
-    const line = await rls.waitForLog((l) => l.event === 'config-load-error');
+    const line = await rls.waitForLog((l) => l.event === 'reload' && l.ok === false);
+    expect(line).toMatchObject({ level: 40, reason: 'watch', kept: 'the previous config' });
     expect(String(line.error)).toMatch(/bad\.yaml: descriptors\[0\]\.rate_limit\.unit: invalid rate limit unit "fortnight"/);
     expect(await remaining('more', 'k=x')).toBe(5);
     expect(await remaining('app', 'user=u1')).toBe(1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderAdminPage } from '../../../packages/cli/src/serve/admin-page.js';
+import { renderAdminPage } from '../../../packages/cli/src/host/admin-page.js';
 
 describe('renderAdminPage', () => {
   const page = renderAdminPage();

@@ -130,6 +130,6 @@ describe('ratecontract serve (no arguments but --port 0): the demo API', () => {
     expect(await s.stop()).toBe(0);
     expect(s.logs.some((l) => l.event === 'stopped')).toBe(true);
     // No line per request by default.
-    expect(s.logs.filter((l) => l.event !== 'store' && l.event !== 'startup' && l.event !== 'shutdown' && l.event !== 'stopped')).toEqual([]);
+    expect(s.logs.filter((l) => l.event !== 'store' && l.event !== 'startup' && l.event !== 'draining' && l.event !== 'stopped')).toEqual([]);
   });
 });

@@ -95,12 +95,12 @@ describe('ratecontract serve: SIGTERM', () => {
       const inflight = fetch(`${s.url}/slow`);
       await came;
       s.signal('SIGTERM');
-      await s.waitForLog((l) => l.event === 'shutdown');
+      await s.waitForLog((l) => l.event === 'draining');
       const r = await inflight;
       expect(r.status).toBe(200);
       expect(await r.text()).toBe('finished late');
       expect(await s.exited).toBe(0);
-      expect(s.logs.find((l) => l.event === 'shutdown')).toMatchObject({ reason: 'SIGTERM', inFlight: 1 });
+      expect(s.logs.find((l) => l.event === 'draining')).toMatchObject({ reason: 'SIGTERM', inFlight: 1 });
       expect(s.logs.find((l) => l.event === 'stopped')).toMatchObject({ reason: 'SIGTERM' });
       await expect(fetch(`${s.url}/after`)).rejects.toThrow();
     } finally {

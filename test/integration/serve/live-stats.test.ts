@@ -1,7 +1,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHANNELS, createLimiter, ManualClock, type LimitDefinition } from '../../../packages/ratecontract/src/index.js';
-import { LATENCY_WINDOW_MS, LiveStats } from '../../../packages/cli/src/serve/live-stats.js';
+import { LATENCY_WINDOW_MS, LiveStats } from '../../../packages/cli/src/host/live-stats.js';
 import { SwitchableStore } from '../../unit/metrics/helpers.js';
 
 const T0 = 1_700_000_000_000;

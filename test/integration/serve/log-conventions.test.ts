@@ -91,7 +91,7 @@ describe('the drain and the reloads, as both servers log them', () => {
       code = await demo.stop();
     }
     expect(code).toBe(0);
-    expect(demo.logs.find((l) => l.event === 'shutdown')).toMatchObject({ reason: 'SIGTERM', inFlight: 0 });
+    expect(demo.logs.find((l) => l.event === 'draining')).toMatchObject({ reason: 'SIGTERM', inFlight: 0 });
 
     const file = join(dir, 'c.yaml');
     writeFileSync(file, 'limits:\n  - { name: a, purpose: shedding, limit: 2, window: 1m, key: ip }\nroutes:\n  - { match: GET /a, limits: [a] }\n');
@@ -116,7 +116,7 @@ describe('the drain and the reloads, as both servers log them', () => {
       await r.waitForLog((l) => l.event === 'startup', 20_000);
       writeFileSync(join(conf, 'bad.yaml'), 'domain: bad\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n');
       r.signal('SIGHUP');
-      expect(await r.waitForLog((l) => l.event === 'config-load-error')).toMatchObject({ level: WARN, reason: 'SIGHUP' });
+      expect(await r.waitForLog((l) => l.event === 'reload')).toMatchObject({ level: WARN, ok: false, reason: 'SIGHUP', kept: 'the previous config' });
     } finally {
       code = await r.stop();
     }

@@ -232,31 +232,3 @@ export function durationOption(args: ParsedArgs, name: string, fallback: string)
     throw new ArgumentError(error instanceof Error ? error.message : String(error));
   }
 }
-
-/** A running service as the signal handling sees it. */
-export interface Stoppable {
-  reload(reason: string): Promise<boolean>;
-  shutdown(reason: string): Promise<void>;
-}
-
-/**
- * Resolves once SIGTERM or SIGINT has stopped the service (a second SIGINT
- * exits 130 at once); SIGHUP reloads. Then nothing left open (a socket that
- * ignores its end) may keep the stopped process alive past 1 s.
- */
-export async function runUntilStopped(service: Stoppable, onShutdownError: (error: unknown) => void): Promise<void> {
-  await new Promise<void>((resolve) => {
-    let signals = 0;
-    const stop = (signal: NodeJS.Signals): void => {
-      if (++signals > 1 && signal === 'SIGINT') process.exit(130);
-      service.shutdown(signal).then(resolve, (error: unknown) => {
-        onShutdownError(error);
-        resolve();
-      });
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.on('SIGHUP', () => void service.reload('SIGHUP'));
-  });
-  setTimeout(() => process.exit(0), 1_000).unref();
-}

@@ -1,12 +1,11 @@
-import { pino } from 'pino';
 import { ConfigError, memoryStore, type Store } from 'ratecontract';
 import { plural } from './plural.js';
 import { redisStore, type RedisClientLike } from 'ratecontract/redis';
 import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
 import { rulesTable } from '../rls/rules-table.js';
 import { startRls } from '../rls/server.js';
-import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
-import { holdSighup } from './hold-sighup.js';
+import { errorText, holdSignals, logConnectionError, LogThrottle, redactUrl, serverLogger, waitForStores } from '../host/index.js';
+import { ArgumentError, durationOption, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
 import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default ports of envoyproxy/ratelimit: gRPC 8081, HTTP 8080. */
@@ -22,7 +21,7 @@ export const rlsCommand: Command = {
     config: { type: 'string', value: 'FILE|DIR', description: 'a config file, or a directory of *.yaml files (one domain each)', default: './config' },
     'grpc-port': { type: 'string', value: 'N', description: 'port of ShouldRateLimit and grpc.health.v1; 0 takes a free port', default: String(DEFAULT_GRPC_PORT) },
     'http-port': { type: 'string', value: 'N', description: 'port of POST /json and GET /healthcheck; 0 takes a free port', default: String(DEFAULT_HTTP_PORT) },
-    'admin-port': { type: 'string', value: 'N', description: 'port of /metrics, /contract, /healthz, /readyz; 0 takes a free port', default: 'none' },
+    'admin-port': { type: 'string', value: 'N', description: 'port of /metrics, /contract, /healthz, /readyz and the live page; 0 takes a free port', default: 'none' },
     host: { type: 'string', value: 'H', description: 'address to listen on', default: '127.0.0.1' },
     redis: { type: 'string', value: 'URL', description: 'keep the counters on this Redis (redis:// or rediss://); default: this process' },
     'redis-deadline': { type: 'string', value: 'D', description: 'deadline of one Redis call; past it each rule answers by its onError', default: DEFAULT_RLS_DEADLINE },
@@ -50,18 +49,12 @@ export const rlsCommand: Command = {
   run: runRls,
 };
 
-function redactUrl(url: URL): string {
-  const u = new URL(url.toString());
-  if (u.password !== '') u.password = '***';
-  return u.toString();
-}
-
 interface IoredisModule {
   readonly default: new (url: string, options?: Record<string, unknown>) => RedisClientLike & { quit(): Promise<unknown>; on(event: 'error', l: (e: unknown) => void): unknown };
 }
 
 async function runRls(args: ParsedArgs): Promise<number> {
-  const hup = holdSighup();
+  const signals = holdSignals();
   const configPath = stringOption(args, 'config') ?? './config';
   const grpcPort = integerOption(args, 'grpc-port', DEFAULT_GRPC_PORT, 0, 65535);
   const httpPort = integerOption(args, 'http-port', DEFAULT_HTTP_PORT, 0, 65535);
@@ -94,14 +87,11 @@ async function runRls(args: ParsedArgs): Promise<number> {
     throw error;
   }
 
-  const logger = pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 1, sync: true }));
+  const logger = serverLogger(level);
   let store: Store;
-  let ready = true;
   let closeStore: (() => Promise<void>) | undefined;
-  if (redis === undefined) {
-    store = memoryStore();
-    logger.info({ event: 'store', store: 'default', type: 'memory', ready: true });
-  } else {
+  if (redis === undefined) store = memoryStore();
+  else {
     const name = 'ioredis';
     let mod: IoredisModule;
     try {
@@ -110,43 +100,19 @@ async function runRls(args: ParsedArgs): Promise<number> {
       process.stderr.write('ratecontract rls: --redis needs the ioredis package: npm install ioredis\n');
       return 2;
     }
-    let lastError = 0;
+    const throttle = new LogThrottle();
     const client = new mod.default(redis.toString(), { maxRetriesPerRequest: 1, enableOfflineQueue: true });
-    client.on('error', (error: unknown) => {
-      const now = Date.now();
-      if (now - lastError < 5_000) return;
-      lastError = now;
-      logger.warn({ event: 'store-connection-error', store: 'default', error: error instanceof Error ? error.message : String(error) });
-    });
-    const rs = redisStore({ client, deadlineMs, prefix: 'rc:rls:' });
-    store = rs;
-    ready = false;
-    const started = Date.now();
-    rs.ready().then(
-      () => (ready = true),
-      () => undefined,
-    );
-    await rs.ready({ timeoutMs: readyTimeoutMs }).then(
-      () => {
-        ready = true;
-        logger.info({ event: 'store', store: 'default', type: 'redis', url: redactUrl(redis), ready: true, waitedMs: Date.now() - started, deadlineMs });
-      },
-      (error: unknown) =>
-        logger.warn({
-          event: 'store',
-          store: 'default',
-          type: 'redis',
-          url: redactUrl(redis),
-          ready: false,
-          waitedMs: Date.now() - started,
-          error: error instanceof Error ? error.message : String(error),
-          note: 'listening anyway: each rule answers by its onError until Redis is ready',
-        }),
-    );
+    client.on('error', (error: unknown) => logConnectionError(logger, throttle, 'default', error));
+    store = redisStore({ client, deadlineMs, prefix: 'rc:rls:' });
     closeStore = async () => {
       await client.quit().catch(() => undefined);
     };
   }
+  const storesReady = await waitForStores(
+    [{ name: 'default', store, url: redis === undefined ? undefined : redactUrl(redis), fields: redis === undefined ? undefined : { deadlineMs } }],
+    readyTimeoutMs,
+    logger,
+  );
 
   let running;
   try {
@@ -154,8 +120,8 @@ async function runRls(args: ParsedArgs): Promise<number> {
       config,
       configPath,
       store,
-      storeInfo: { type: redis === undefined ? 'memory' : 'redis', url: redis === undefined ? undefined : redactUrl(redis) },
-      storeReady: () => ready,
+      storesReady,
+      storeType: redis === undefined ? 'memory' : 'redis',
       host,
       grpcPort,
       httpPort,
@@ -167,7 +133,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
       closeStore,
     });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorText(error);
     logger.fatal({ event: 'startup-failed', error: message });
     process.stderr.write(`ratecontract rls: ${message}\n`);
     await closeStore?.();
@@ -175,8 +141,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
   }
   const rls = running;
   // The signal handlers are in place before the lines that say where it listens.
-  const stopped = runUntilStopped(rls, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
-  hup.release(() => void rls.reload('SIGHUP'));
+  const stopped = signals.run(rls, (error) => logger.error({ event: 'shutdown-error', error: errorText(error) }));
   const rows = rulesTable(config).map((r) => `  ${r.path}: ${r.bound}${r.algorithm === undefined ? '' : ` (${r.algorithm})`}, purpose ${r.purpose}${r.onError === undefined ? '' : `, onError ${r.onError}`}${r.shadow ? ', shadow' : ''}`);
   process.stderr.write(
     [
@@ -185,7 +150,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
       '',
       `grpc ${rls.grpcAddress}`,
       `listening ${rls.httpUrl}`,
-      ...(rls.adminUrl === undefined ? [] : [`admin ${rls.adminUrl}  (/metrics, /contract, /healthz, /readyz)`]),
+      ...(rls.adminUrl === undefined ? [] : [`admin ${rls.adminUrl}  (live page /, /metrics, /contract, /healthz, /readyz, /stats.json)`]),
       '',
     ].join('\n') + '\n',
   );

@@ -1,10 +1,9 @@
-import { pino } from 'pino';
 import { ConfigError } from 'ratecontract';
 import { demoConfig } from '../contract/demo.js';
 import { loadConfig, type RateContractConfig, type StoreConfig } from 'ratecontract/config';
 import { contractTable, demoExamples, startService } from '../serve/index.js';
-import { ArgumentError, durationOption, flagOption, integerOption, runUntilStopped, stringOption, type Command, type ParsedArgs } from './args.js';
-import { holdSighup } from './hold-sighup.js';
+import { errorText, holdSignals, serverLogger } from '../host/index.js';
+import { ArgumentError, durationOption, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
 import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default port of the API (or proxy). */
@@ -70,7 +69,7 @@ export function onRedis(config: RateContractConfig, url: string): RateContractCo
 }
 
 async function runServe(args: ParsedArgs): Promise<number> {
-  const hup = holdSighup();
+  const signals = holdSignals();
   const file = stringOption(args, 'config');
   const port = integerOption(args, 'port', DEFAULT_PORT, 0, 65535);
   const adminPort = integerOption(args, 'admin-port', DEFAULT_ADMIN_PORT, 0, 65535);
@@ -98,7 +97,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
   }
   const transform = redis === undefined ? undefined : (c: RateContractConfig): RateContractConfig => onRedis(c, redis.toString());
 
-  const logger = pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 1, sync: true }));
+  const logger = serverLogger(level);
   let service;
   try {
     service = await startService({
@@ -118,7 +117,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
       logger,
     });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorText(error);
     logger.fatal({ event: 'startup-failed', error: message });
     process.stderr.write(`ratecontract serve: ${message}\n`);
     return error instanceof ConfigError ? 2 : 1;
@@ -137,8 +136,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
     '',
   ];
   // The signal handlers are in place before the banner says where it listens.
-  const stopped = runUntilStopped(running, (error) => logger.error({ event: 'shutdown-error', error: error instanceof Error ? error.message : String(error) }));
-  hup.release(() => void running.reload('SIGHUP'));
+  const stopped = signals.run(running, (error) => logger.error({ event: 'shutdown-error', error: errorText(error) }));
   process.stderr.write(banner.join('\n') + '\n');
   await stopped;
   return 0;

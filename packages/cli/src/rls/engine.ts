@@ -164,6 +164,11 @@ export class RlsEngine {
     return [...[...this.#built.values()].map((b) => b.limiter), ...[...this.#overrides.values()].map((b) => b.limiter)];
   }
 
+  /** Every limiter now in use with its rule's id (the name the admin page shows it under). */
+  namedLimiters(): Array<{ readonly name: string; readonly limiter: Limiter<Ctx> }> {
+    return [...this.#built.values(), ...this.#overrides.values()].map((b) => ({ name: b.rule.id, limiter: b.limiter }));
+  }
+
   /**
    * Stops the background work of the limiters `next` did not take over;
    * resolves once their unspent two-tier leases are back in the store.

@@ -35,7 +35,7 @@ export interface RateTotals {
 /** One limit in a snapshot. */
 export interface LimitStats {
   readonly name: string;
-  /** Names of the limiters (routes, for the service) whose chain holds the limit. */
+  /** Names of the limiters whose chain holds the limit (routes for serve, rules for rls). */
   readonly limiters: readonly string[];
   readonly purpose: Purpose;
   readonly onError: OnError;

@@ -1,0 +1,15 @@
+export { startHost, type FrontEnd, type Host, type HostContext, type HostOptions, type NamedLimiter } from './host.js';
+export { adminHandler, createAdminServer, ADMIN_METHODS, type AdminSources, type Readiness } from './admin-server.js';
+export { renderAdminPage } from './admin-page.js';
+export { LiveStats, LATENCY_SAMPLES, LATENCY_WINDOW_MS, type LimitStats, type LiveStatsOptions, type RateSeries, type RateTotals, type StatsSnapshot, type StoreStats } from './live-stats.js';
+export { createHostMetrics, type HostMetrics } from './metrics-registry.js';
+export { createReloader, type Reloader, type ReloaderOptions } from './reloader.js';
+export { watchConfig, WATCH_DEBOUNCE_MS, type ConfigWatcher, type WatchConfigOptions } from './config-watcher.js';
+export { InFlight } from './in-flight.js';
+export { holdSignals, type ServerSignals, type Stoppable } from './signals.js';
+export { LogThrottle, LOG_THROTTLE_MS } from './log-throttle.js';
+export { logConnectionError, logStoreEvents } from './store-log.js';
+export { waitForStores, type StoreToWait } from './store-readiness.js';
+export { serverLogger } from './logger.js';
+export { authorityHost, closeServer, errorText, listen, methodNotAllowed, origin, redactUrl, sendJson, sendProblem, sendText } from './http.js';
+export { buildContractGeneration, keptStores, type ContractGeneration, type ContractGenerationOptions } from './contract-runtime.js';
