@@ -80,9 +80,6 @@ function descriptorsArb(depth: number): fc.Arbitrary<Json[]> {
 /** A valid config file of domain `d`, as a document. */
 export const rlsDocArb: fc.Arbitrary<{ domain: string; descriptors: Json[] }> = descriptorsArb(3).map((descriptors) => ({ domain: 'd', descriptors }));
 
-/** A valid config file of domain `d` (YAML text). */
-export const rlsFileArb: fc.Arbitrary<string> = rlsDocArb.map((doc) => stringify(doc));
-
 /**
  * One problem put into a valid counting rule: what the old loader and the
  * translation answer (the codes, and the key the error names, as the file
@@ -93,6 +90,7 @@ export const rlsFileArb: fc.Arbitrary<string> = rlsDocArb.map((doc) => stringify
 export interface Problem {
   readonly label: string;
   readonly apply: (rl: RateLimitDoc) => void;
+  /** The old loader's code (checked against it until it was removed, commit 0ffc96e). */
   readonly old: string;
   readonly now: string;
   /** The last segment of the path the error names. */
