@@ -8,5 +8,5 @@ export { closest, didYouMean } from './core/suggest.js';
 export { GLOBAL_KEY, boundKey } from './core/keys.js';
 export { refuseUnknown } from './core/options.js';
 export { decisionKeys, WANT_KEYS } from './core/limiter.js';
-export { compileLimits } from './core/compile.js';
+export { compileLimit } from './core/compile.js';
 export { cyclicAlias } from './config/parse.js';

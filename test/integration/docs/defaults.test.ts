@@ -21,7 +21,7 @@ import { DEFAULT_MAX_BODY_BYTES, resolveIpOptions, resolveResponseOptions } from
 import { DEFAULT_ERROR_RETRY_AFTER_MS } from '../../../packages/ratecontract/src/http/guard.js';
 import { DEFAULTS as CLIENT_DEFAULTS } from '../../../packages/ratecontract/src/client/options.js';
 import { validateConfig } from '../../../packages/ratecontract/src/config/index.js';
-import { parseRlsConfig } from '../../../packages/cli/src/rls/config.js';
+import { DROP_IN_PURPOSE, parseRlsConfig } from '../../../packages/cli/src/rls/config.js';
 import { replayCommand } from '../../../packages/cli/src/cli/replay-command.js';
 import { rlsCommand } from '../../../packages/cli/src/cli/rls.js';
 import { serveCommand } from '../../../packages/cli/src/cli/serve.js';
@@ -150,6 +150,7 @@ const response = resolveResponseOptions({});
 const ip = resolveIpOptions({});
 const minimalConfig = validateConfig({ limits: [], routes: [] }, { file: 'x.yaml' }) as unknown as Record<string, unknown>;
 const rlsRule = parseRlsConfig([{ file: 'x.yaml', text: 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 10 }\n' }]).rules[0];
+const rlsAbuseRule = parseRlsConfig([{ file: 'x.yaml', text: 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 10, purpose: abuse }\n' }]).rules[0];
 
 /** The limit definition's table, in docs/limits.md and (as file keys) docs/config.md. */
 const LIMIT_ROWS: Record<string, Expectation> = {
@@ -387,20 +388,27 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
     },
   },
   'docs/rls.md > Extensions on `rate_limit` #1': {
-    algorithm: str(rlsRule?.algorithm ?? ''),
+    // A rule that states none of them, as the library's compiler made it.
+    algorithm: str(rlsRule?.compiled?.algorithm ?? ''),
     burst: (cell) => {
       expect(cell).toBe('N');
-      expect(rlsRule?.burst).toBeUndefined();
+      expect(rlsRule?.definition?.burst).toBeUndefined();
+      expect(rlsRule?.compiled?.params.burst).toBe(rlsRule?.requestsPerUnit);
     },
     purpose: (cell) => {
-      expect(cell).toMatch(/^not stated: handled as `shedding`/);
-      expect(rlsRule?.purpose).toBeUndefined();
+      expect(cell).toMatch(/^not stated: `shedding`, the drop-in default/);
+      expect(rlsRule?.purposeStated).toBe(false);
+      expect(rlsRule?.compiled?.purpose).toBe(DROP_IN_PURPOSE);
     },
-    onError: text("the library's default for the purpose: `degraded` for shedding, `closed` for abuse", () => expect(rlsRule?.onError).toBeUndefined()),
+    onError: text("the library's default for the purpose: `degraded` for shedding, `closed` for abuse", () => {
+      expect(rlsRule?.definition?.onError).toBeUndefined();
+      expect(rlsRule?.compiled?.onError).toBe('degraded');
+      expect(rlsAbuseRule?.compiled?.onError).toBe('closed');
+    }),
     acknowledgeFailOpen: required(() => undefined),
     failClosedAfter: (cell) => {
       expect(docMs(leading(cell))).toBe(DEFAULT_FAIL_CLOSED_AFTER_MS);
-      expect(rlsRule?.failClosedAfterMs).toBeUndefined();
+      expect(rlsAbuseRule?.compiled?.failClosedAfterMs).toBe(DEFAULT_FAIL_CLOSED_AFTER_MS);
     },
     reason: none(() => expect(rlsRule?.reason).toBeUndefined()),
     store: str(rlsRule?.store ?? ''),

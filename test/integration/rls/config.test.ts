@@ -30,14 +30,23 @@ describe('rls config', () => {
     ['domain: a\ndescriptors:\n  - key: k\n    rate_limt: {}\n', 'descriptors[0].rate_limt: unknown option "rate_limt"'],
     ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, algoritm: gcra }\n', 'unknown option "algoritm"'],
     ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, algorithm: concurrency }\n', 'rate_limit.algorithm: must be one of'],
-    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, burst: 3 }\n', 'only token-bucket, leaky-bucket and gcra have a burst'],
-    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, purpose: abuse, onError: open }\n', 'needs acknowledgeFailOpen'],
-    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, onError: open, failClosedAfter: 1s }\n', 'failClosedAfter: applies to onError: closed only'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, burst: 3 }\n', 'x.yaml: descriptors[0].rate_limit.burst: does not apply to fixed-window; it applies to token-bucket, leaky-bucket and gcra'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, purpose: abuse, onError: open }\n', 'x.yaml: descriptors[0].rate_limit.acknowledgeFailOpen: limit "a_k" is an abuse limit with onError \'open\''],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, onError: open, failClosedAfter: 1s }\n', 'x.yaml: descriptors[0].rate_limit.failClosedAfter: applies to onError \'closed\' only'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, failClosedAfter: 1s }\n', "failClosedAfter: applies to onError 'closed' only (this limit's is 'degraded', the default for shedding)"],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, purpose: security }\n', 'x.yaml: descriptors[0].rate_limit.purpose: must be \'abuse\' or \'shedding\', got "security"'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, onError: never }\n', 'x.yaml: descriptors[0].rate_limit.onError: must be \'open\', \'degraded\' or \'closed\', got "never"'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, algorithm: gcrq }\n', 'x.yaml: descriptors[0].rate_limit.algorithm: unknown algorithm "gcrq"'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: day, requests_per_unit: 4294967295, algorithm: sliding-log }\n', 'x.yaml: descriptors[0].rate_limit.requests_per_unit: sliding-log keeps up to'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 0, algorithm: token-bucket, burst: 0 }\n', 'x.yaml: descriptors[0].rate_limit.burst: must be a positive integer'],
+    ['domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unlimited: true, purpose: abuse }\n', 'x.yaml: descriptors[0].rate_limit.purpose: does not apply with unlimited: true (the rule never counts)'],
     ['domain: a\ndescriptors:\n  - key: k\n    share_threshold: true\n', 'only applies to a wildcard value'],
     ['domain: a\ndescriptors:\n  - key: k\n    quota_mode: true\n', 'quota_mode: is not supported'],
     ['domain: a\ndescriptors: [1]\n', 'descriptors[0]: must be a map'],
   ])('refuses %j', (text, message) => {
     expect(refusal(text)).toContain(message);
+    // Every refusal names the file, the path in it and the line.
+    expect(refusal(text)).toMatch(/^x\.yaml: \S+: .* \(line \d+, column \d+\)$/);
   });
 
   it('names the line of the offending value', () => {
@@ -109,7 +118,7 @@ descriptors:
 });
 
 describe('audit --rls', () => {
-  it('flags a rule without purpose, a replaces to no rule and a block; a stated rule gets only the info findings', async () => {
+  it('reports the drop-in default purpose, a replaces to no rule and a block; a stated rule gets the library\'s findings', async () => {
     const { auditRls } = await import('../../../packages/cli/src/rls/audit.js');
     const audit = auditRls(
       load(`
@@ -123,14 +132,39 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 0, replaces: [{ name: ghost }] }
   - key: free
     rate_limit: { unlimited: true }
+  - key: closed
+    rate_limit: { unit: hour, requests_per_unit: 5, onError: closed }
 `),
     );
-    expect(audit.findings.map((f) => [f.code, f.subject])).toEqual([
-      ['RLS_MISSING_PURPOSE', 'x.yaml: d.plain'],
-      ['RLS_DEFAULT_FAIL_MODE', 'x.yaml: d.stated'],
-      ['RLS_BLOCKED', 'x.yaml: d.block'],
-      ['RLS_REPLACES_UNKNOWN', 'x.yaml: d.block'],
+    expect(audit.findings.map((f) => [f.code, f.severity, f.subject])).toEqual([
+      ['RC_AUDIT_DEFAULT_PURPOSE', 'warn', 'x.yaml: d.plain'],
+      ['RC_AUDIT_REPLACES_UNKNOWN', 'warn', 'x.yaml: d.block'],
+      ['RC_AUDIT_DEFAULT_PURPOSE', 'warn', 'x.yaml: d.closed'],
+      ['RC_AUDIT_FIXED_WINDOW_BOUNDARY', 'info', 'x.yaml: d.stated'],
+      ['RC_AUDIT_DEFAULT_FAIL_MODE', 'info', 'x.yaml: d.stated'],
+      ['RC_AUDIT_BLOCKS_ALL', 'info', 'x.yaml: d.block'],
     ]);
+    const defaulted = audit.findings.filter((f) => f.code === 'RC_AUDIT_DEFAULT_PURPOSE').map((f) => f.message);
+    // What the default means, with the fail mode the library's compiler gave the rule.
+    expect(defaulted[0]).toMatch(/^no purpose: the drop-in default made it a shedding rule, so it fails degraded/);
+    expect(defaulted[1]).toMatch(/^no purpose: the drop-in default made it a shedding rule, so it fails closed \(as stated\)/);
+    expect(audit.findings.find((f) => f.code === 'RC_AUDIT_DEFAULT_FAIL_MODE')?.message).toBe("onError not stated: closed (the library's default for abuse)");
     expect(audit.rules.find((r) => r.path === 'd.stated')).toMatchObject({ purpose: 'abuse', onError: 'closed' });
+    expect(audit.rules.find((r) => r.path === 'd.plain')).toMatchObject({ purpose: 'shedding (not stated)', onError: 'degraded' });
+  });
+
+  it('an acknowledged abuse rule that fails open gets the contract audit\'s finding', async () => {
+    const { auditRls } = await import('../../../packages/cli/src/rls/audit.js');
+    const audit = auditRls(load('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 5, purpose: abuse, onError: open, acknowledgeFailOpen: the IdP locks out, reason: guessing, algorithm: gcra }\n'));
+    expect(audit.findings.map((f) => [f.code, f.severity])).toEqual([['RC_AUDIT_ABUSE_FAIL_OPEN', 'warn']]);
+  });
+
+  it('a stated rule without reason, in shadow: the contract audit\'s codes and severities', async () => {
+    const { auditRls } = await import('../../../packages/cli/src/rls/audit.js');
+    const audit = auditRls(load('domain: d\ndescriptors:\n  - key: k\n    shadow_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 5, purpose: shedding, onError: degraded, algorithm: gcra }\n'));
+    expect(audit.findings.map((f) => [f.code, f.severity])).toEqual([
+      ['RC_AUDIT_NO_REASON', 'warn'],
+      ['RC_AUDIT_SHADOW', 'info'],
+    ]);
   });
 });

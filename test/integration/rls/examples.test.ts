@@ -359,7 +359,7 @@ describe('HTTP and health', () => {
     expect(Object.keys(contract)).toEqual(['files', 'domains', 'rows', 'findings']);
     expect(contract.rows.find((r) => r.path === 'algorithms.bucket')).toMatchObject({ purpose: 'abuse', onError: 'closed' });
     expect(contract.rows.find((r) => r.path === 'mongo_cps.database_users')).toMatchObject({ purpose: 'shedding (not stated)', onError: 'degraded' });
-    expect(contract.findings.find((f) => f.subject.endsWith('mongo_cps.database_users'))).toMatchObject({ code: 'RLS_MISSING_PURPOSE', severity: 'warn' });
+    expect(contract.findings.find((f) => f.subject.endsWith('mongo_cps.database_users'))).toMatchObject({ code: 'RC_AUDIT_DEFAULT_PURPOSE', severity: 'warn' });
     expect(await (await fetch(`${rls.adminUrl}/rlconfig`)).json()).toEqual(contract);
   });
 });

@@ -130,7 +130,7 @@ describe('the contract file as an argument: check FILE, audit FILE, replay FILE'
   it('audit --rls DIR is audit --rls --config DIR', async () => {
     const r = await runCli(['audit', '--rls', rlsDir]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain('RLS_MISSING_PURPOSE');
+    expect(r.stdout).toContain('RC_AUDIT_DEFAULT_PURPOSE');
     const none = await runCli(['audit', '--rls']);
     expect(none.code).toBe(2);
     expect(none.stderr.split('\n')[0]).toBe('ratecontract audit: --rls needs a config: audit --rls FILE|DIR');

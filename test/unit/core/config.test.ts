@@ -20,7 +20,7 @@ function invalid(def: Record<string, unknown>): ConfigError {
 describe('createLimiter rejects invalid definitions at construction', () => {
   it.each([
     ['missing purpose', { ...base, purpose: undefined }, 'RC_MISSING_PURPOSE', 'limits[0].purpose'],
-    ['unknown purpose', { ...base, purpose: 'security' }, 'RC_MISSING_PURPOSE', 'limits[0].purpose'],
+    ['unknown purpose', { ...base, purpose: 'security' }, 'RC_INVALID_PURPOSE', 'limits[0].purpose'],
     ['zero limit', { ...base, limit: 0 }, 'RC_INVALID_LIMIT', 'limits[0].limit'],
     ['negative limit', { ...base, limit: -3 }, 'RC_INVALID_LIMIT', 'limits[0].limit'],
     ['fractional limit', { ...base, limit: 2.5 }, 'RC_INVALID_LIMIT', 'limits[0].limit'],
@@ -35,6 +35,8 @@ describe('createLimiter rejects invalid definitions at construction', () => {
     ['open abuse limit without acknowledgement', { ...base, onError: 'open' }, 'RC_FAIL_OPEN_UNACKNOWLEDGED', 'limits[0].acknowledgeFailOpen'],
     ['open abuse limit with blank acknowledgement', { ...base, onError: 'open', acknowledgeFailOpen: '  ' }, 'RC_FAIL_OPEN_UNACKNOWLEDGED', 'limits[0].acknowledgeFailOpen'],
     ['unknown onError', { ...base, onError: 'ignore' }, 'RC_INVALID_OPTION', 'limits[0].onError'],
+    ['failClosedAfter on a degraded limit', { ...base, onError: 'degraded', failClosedAfter: '5s' }, 'RC_INVALID_OPTION', 'limits[0].failClosedAfter'],
+    ['failClosedAfter on a shedding limit (degraded by default)', { ...base, purpose: 'shedding', failClosedAfter: 0 }, 'RC_INVALID_OPTION', 'limits[0].failClosedAfter'],
     ['bad name', { ...base, name: 'Login Limit' }, 'RC_INVALID_NAME', 'limits[0].name'],
     ['unknown key extractor', { ...base, key: 'cookie.sid' }, 'RC_INVALID_KEY', 'limits[0].key'],
     ['unknown store', { ...base, store: 'auth' }, 'RC_UNKNOWN_STORE', 'limits[0].store'],

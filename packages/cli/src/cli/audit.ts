@@ -32,7 +32,7 @@ export const auditCommand: Command = {
     'fail mode in numbers, the most one key gets per day, routes, store, shadow, reason) and the',
     'findings, each with a stable code and a severity. With --against, also what changed since',
     'OLD_FILE. With --rls, every rule of an rls config with its fail mode, and the findings (a rule',
-    'without purpose is flagged).',
+    'without purpose gets the drop-in default, shedding, and a finding that says so).',
     '',
     '--fail-on: an error finding always exits 1 (error); warn adds a warning finding; weaken a change',
     'that weakens the contract; change any change at all. A CI gate on a pull request:',

@@ -1,33 +1,10 @@
 import { algorithms, formatDuration, type CompiledLimit } from 'ratecontract';
 import type { RateContractConfig, StoreConfig } from 'ratecontract/config';
 import { plural } from '../cli/plural.js';
+import { bySeverity, limitFindings, num, type Finding } from './audit-findings.js';
 
-/** Severity of a finding: an `error` makes `ratecontract audit` exit 1. */
-export type Severity = 'error' | 'warn' | 'info';
-
-/** Stable finding codes (docs/audit.md). A code never changes meaning once released. */
-export type FindingCode =
-  | 'RC_AUDIT_ABUSE_FAIL_OPEN'
-  | 'RC_AUDIT_SHARED_FAILURE_DOMAIN'
-  | 'RC_AUDIT_CLIENT_CHOSEN_KEY'
-  | 'RC_AUDIT_NO_REASON'
-  | 'RC_AUDIT_GLOBAL_ONLY'
-  | 'RC_AUDIT_ROUTE_UNCOVERED'
-  | 'RC_AUDIT_UNUSED_LIMIT'
-  | 'RC_AUDIT_NEVER_TRIPS'
-  | 'RC_AUDIT_UNBOUNDED_KEYSPACE'
-  | 'RC_AUDIT_MEMORY_STORE_REPLICAS'
-  | 'RC_AUDIT_NO_CATCH_ALL'
-  | 'RC_AUDIT_SHADOW'
-  | 'RC_AUDIT_FIXED_WINDOW_BOUNDARY';
-
-export interface Finding {
-  readonly code: FindingCode;
-  readonly severity: Severity;
-  /** The limit or route concerned: `limits[2] otp-ip`, `routes[0] POST /otp/send`, or `(contract)`. */
-  readonly subject: string;
-  readonly message: string;
-}
+export type { Finding, FindingCode, Severity } from './audit-findings.js';
+export { num } from './audit-findings.js';
 
 const DAY_MS = 86_400_000;
 
@@ -144,12 +121,6 @@ const BUCKETS = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
 
 function clientSupplied(keySpec: string): boolean {
   return keySpec.startsWith('body.') || keySpec.startsWith('header.') || keySpec.startsWith('query.');
-}
-
-/** `1.67`, `0.2`, `12`: at most two decimals, no trailing zeros. */
-export function num(x: number): string {
-  if (Number.isInteger(x)) return String(x);
-  return x.toFixed(2).replace(/\.?0+$/, '');
 }
 
 /** A rate in the largest unit that keeps it at or above 1: `1.67/s`, `12/h`. */
@@ -306,12 +277,8 @@ function findings(config: RateContractConfig, rows: readonly AuditRow[]): Findin
   const rowOf = new Map(rows.map((r) => [r.name, r]));
   for (const l of limits) {
     const r = rowOf.get(l.name) as AuditRow;
-    if (l.purpose === 'abuse' && l.onError === 'open') {
-      out.push({ code: 'RC_AUDIT_ABUSE_FAIL_OPEN', severity: 'warn', subject: at(l), message: `abuse limit fails open: while its store is down an attacker gets unmetered attempts. Acknowledged: ${JSON.stringify(l.acknowledgeFailOpen)}` });
-    }
-    if (l.reason === undefined || l.reason.trim() === '') {
-      out.push({ code: 'RC_AUDIT_NO_REASON', severity: 'warn', subject: at(l), message: 'no reason: say what the number defends, so the next person can tell a typo from a decision' });
-    }
+    // The limit on its own (fail-open abuse, reason, shadow, fixed window), as audit --rls reports a rule; then its place in the contract.
+    out.push(...limitFindings(l, at(l)));
     if (r.routes.length === 0) out.push({ code: 'RC_AUDIT_UNUSED_LIMIT', severity: 'warn', subject: at(l), message: 'no route uses this limit: it enforces nothing' });
     const tenantish = /tenant|account|user|org|customer|client|api-?key/i.test(`${l.name} ${l.keySpec}`);
     if (l.keySpec.startsWith('header.') && (l.purpose === 'abuse' || tenantish)) {
@@ -337,10 +304,6 @@ function findings(config: RateContractConfig, rows: readonly AuditRow[]): Findin
         subject: at(l),
         message: `on a memory store with replicas ${String(config.replicas)}: each replica counts alone, so the fleet admits up to k x ${r.maxPerWindow} per ${formatDuration(l.params.windowMs)}; use a Redis store`,
       });
-    }
-    if (l.shadow) out.push({ code: 'RC_AUDIT_SHADOW', severity: 'info', subject: at(l), message: 'shadow: decided and reported, never enforced' });
-    if (l.algorithm === 'fixed-window') {
-      out.push({ code: 'RC_AUDIT_FIXED_WINDOW_BOUNDARY', severity: 'info', subject: at(l), message: `fixed window: up to ${2 * l.params.limit} in ${num(l.params.windowMs / 1000)} s across a boundary; gcra or sliding-log hold ${l.params.limit}` });
     }
   }
   // Failure domains: abuse and shedding limits that fail together.
@@ -395,8 +358,7 @@ function findings(config: RateContractConfig, rows: readonly AuditRow[]): Findin
   if (config.routes.length > 0 && !config.routes.some((r) => r.pattern.method === '*' && r.pattern.segments.length === 1 && r.pattern.segments[0]?.kind === 'wildcard')) {
     out.push({ code: 'RC_AUDIT_NO_CATCH_ALL', severity: 'info', subject: '(contract)', message: 'no \'* /*\' route: a request that matches no route is not limited' });
   }
-  const rank: Record<Severity, number> = { error: 0, warn: 1, info: 2 };
-  return out.sort((a, b) => rank[a.severity] - rank[b.severity]);
+  return bySeverity(out);
 }
 
 /** The contract table and findings of a validated config. */

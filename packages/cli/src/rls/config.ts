@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
-import { ConfigError, parseDuration, type AlgorithmName, type LimitDefinition, type OnError, type Purpose } from 'ratecontract';
-import { compileLimits, cyclicAlias, refuseUnknown } from 'ratecontract/internal';
+import { algorithms, ConfigError, type AlgorithmName, type CompiledLimit, type LimitDefinition, type Purpose } from 'ratecontract';
+import { compileLimit, cyclicAlias, refuseUnknown } from 'ratecontract/internal';
 import { ConfigFileError, parsePath } from 'ratecontract/config';
 
 /** The units of `rate_limit.unit` (matched case-insensitively, as the reference does). */
@@ -35,7 +35,28 @@ export const UNIT_WIRE: Readonly<Record<RlsUnit, string>> = {
 /** Algorithms a rule may name in `algorithm` (concurrency needs a release the protocol has no call for). */
 export const RLS_ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra'];
 
-/** One `rate_limit` of a config file, with the reference's fields and ratecontract's optional extensions. */
+/** What a rule's limiter is keyed by: the counter key of the request descriptor (`descriptorKey`). */
+export interface RlsKeyContext {
+  readonly k: string;
+}
+
+/** The key of every rule's limit definition: the descriptor's counter key, computed by the engine. */
+export const descriptorKeyOf = (ctx: RlsKeyContext): string => ctx.k;
+
+/**
+ * The drop-in default: the purpose a rule gets when its file states none.
+ * The reference's rules are capacity limits with no purpose, so a file
+ * written for it loads unchanged as `shedding` (and the library's compiler
+ * then gives it `shedding`'s fail mode, `degraded`). `audit --rls` reports
+ * every rule that got it (`RC_AUDIT_DEFAULT_PURPOSE`).
+ */
+export const DROP_IN_PURPOSE: Purpose = 'shedding';
+
+/**
+ * One `rate_limit` of a config file, translated: the reference's fields the
+ * descriptor matching reads, and the library limit definition the rule's
+ * clauses become, compiled by the library's compiler.
+ */
 export interface RlsRule {
   /** The library limit name of this rule: `[a-z0-9_-]+`, at most 64, stable for the same domain and descriptor path. */
   readonly id: string;
@@ -44,7 +65,7 @@ export interface RlsRule {
   readonly path: string;
   /** The file it came from. */
   readonly file: string;
-  /** Where it sits in its file (`descriptors[0].descriptors[1]`). */
+  /** Where it sits in its file (`descriptors[0].descriptors[1].rate_limit`). */
   readonly at: string;
   readonly unit: RlsUnit | undefined;
   readonly requestsPerUnit: number;
@@ -52,24 +73,27 @@ export interface RlsRule {
   /** `rate_limit.name` (what `replaces` refers to). */
   readonly name: string | undefined;
   readonly replaces: readonly string[];
+  /** `shadow_mode` of the descriptor. */
   readonly shadow: boolean;
   readonly detailedMetric: boolean;
-  /** Extension: the algorithm. Default `fixed-window` (the reference's). */
-  readonly algorithm: AlgorithmName;
-  /** Extension: burst for token-bucket, leaky-bucket and gcra. */
-  readonly burst: number | undefined;
-  /** Extension: why the rule exists; `undefined` when the file does not say (treated as `shedding`; `audit` flags it). */
-  readonly purpose: Purpose | undefined;
-  /** Extension: the fail mode; default the library's for the purpose (`degraded` for shedding, `closed` for abuse). */
-  readonly onError: OnError | undefined;
-  /** Extension: required with `onError: open` on an abuse rule. */
-  readonly acknowledgeFailOpen: string | undefined;
-  /** Extension, `onError: closed` only: continuous store failure after which the rule answers a gRPC error (ms). Default the library's 30 s. */
-  readonly failClosedAfterMs: number | undefined;
-  /** Extension: what the number defends. */
-  readonly reason: string | undefined;
   /** Extension: `local` keeps the rule's state in this process even when the service runs on Redis. */
   readonly store: 'default' | 'local';
+  /**
+   * The library limit definition of the rule (`undefined` for `unlimited`,
+   * which never counts): N is `requests_per_unit`, the window the unit, the
+   * algorithm `fixed-window` unless stated, the purpose `DROP_IN_PURPOSE`
+   * unless stated, and the extensions as written. A blocked rule
+   * (`requests_per_unit: 0`) never reaches a store; its definition carries N
+   * = 1, so that its clauses are compiled too and a per-request `limit`
+   * override has them to keep.
+   */
+  readonly definition: LimitDefinition<RlsKeyContext> | undefined;
+  /** `definition` compiled by the library's `compileLimit`: the fail mode, algorithm, burst and grace as they apply. */
+  readonly compiled: CompiledLimit | undefined;
+  /** Whether the file states `purpose`; `false`: the translation gave it `DROP_IN_PURPOSE`. */
+  readonly purposeStated: boolean;
+  /** Extension: what the number defends (an unlimited rule may say why it is); also in `definition`. */
+  readonly reason: string | undefined;
 }
 
 /** One level of a domain's descriptor tree. */
@@ -129,48 +153,66 @@ export function ruleId(path: string, taken: ReadonlySet<string>): string {
   return `${plain.slice(0, 53)}-${digest}`;
 }
 
-/** The context a rule's limiter keys by: the descriptor's counter key. */
-interface RuleContext {
-  readonly k: string;
-}
-
-/** The library limit a rule runs as, at `requestsPerUnit` per `unit` (the rule's own, or a request's override). */
-export function ruleDefinition(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): LimitDefinition<RuleContext> {
-  return {
-    name,
-    purpose: rule.purpose ?? 'shedding',
-    ...(rule.onError !== undefined && { onError: rule.onError }),
-    ...(rule.acknowledgeFailOpen !== undefined && { acknowledgeFailOpen: rule.acknowledgeFailOpen }),
-    algorithm: rule.algorithm,
-    limit: requestsPerUnit,
-    window: UNIT_MS[unit],
-    ...(rule.burst !== undefined && { burst: rule.burst }),
-    key: (ctx: RuleContext) => ctx.k,
-    ...(rule.failClosedAfterMs !== undefined && { failClosedAfter: rule.failClosedAfterMs }),
-    ...(rule.reason !== undefined && { reason: rule.reason }),
-    shadow: rule.shadow,
-  };
-}
-
-/** The file's option a library limit option comes from. */
-const RULE_OPTION: Readonly<Record<string, string>> = { limit: 'requests_per_unit', window: 'unit', burst: 'burst', algorithm: 'algorithm', onError: 'onError', failClosedAfter: 'failClosedAfter' };
-
-/** Refuses a rule the library cannot run (a sliding-log past its memory budget, a burst below the limit's scale): at load, naming the rule's option, not at startup. */
-function checkRunnable(rule: RlsRule): void {
-  if (rule.unlimited || rule.unit === undefined || rule.requestsPerUnit === 0) return;
-  try {
-    compileLimits([ruleDefinition(rule, rule.id, rule.requestsPerUnit, rule.unit) as LimitDefinition], new Set());
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    const option = /^limits\[0\]\.(\w+)/.exec(error.option)?.[1];
-    throw new ConfigError(error.code, `${rule.at}${option !== undefined && Object.hasOwn(RULE_OPTION, option) ? `.${RULE_OPTION[option] ?? ''}` : ''}`, error.message.slice(error.option.length + 2));
-  }
-}
-
 interface Loading {
   readonly file: string;
   readonly rules: RlsRule[];
   readonly ids: Set<string>;
+}
+
+/** The library option a compiler error names, as the file writes it (the other clauses keep their names). */
+const FILE_NAMES: Readonly<Record<string, string>> = { limit: 'requests_per_unit', window: 'unit' };
+/** The clauses of a counting rule; `unlimited: true` takes none of them (it never counts, so none could apply). */
+const LIMIT_CLAUSES = ['algorithm', 'burst', 'purpose', 'onError', 'acknowledgeFailOpen', 'failClosedAfter', 'store'];
+const NO_STORES: ReadonlySet<string> = new Set();
+
+/** `null` (YAML's empty value) as absent, as the reference reads its fields. */
+function given(v: unknown): unknown {
+  return v === null ? undefined : v;
+}
+
+/**
+ * Compiles a rule's definition with the library's compiler, at the rule's
+ * path in its file: an error names `descriptors[0].rate_limit.burst`, and
+ * `requests_per_unit` / `unit` where the library says `limit` / `window`.
+ */
+function compileRule(def: LimitDefinition<RlsKeyContext>, at: string): CompiledLimit {
+  try {
+    return compileLimit(def as LimitDefinition, at, NO_STORES);
+  } catch (error) {
+    if (!(error instanceof ConfigError) || !error.option.startsWith(`${at}.`)) throw error;
+    const [head = '', ...rest] = error.option.slice(at.length + 1).split('.');
+    const option = [`${at}.${FILE_NAMES[head] ?? head}`, ...rest].join('.');
+    throw new ConfigError(error.code, option, error.message.slice(error.option.length + 2), { cause: error });
+  }
+}
+
+/**
+ * Translates a counting rule into the library's limit definition. The steps
+ * beyond renaming: the reference's fixed window when no algorithm is stated,
+ * and `DROP_IN_PURPOSE` when no purpose is.
+ */
+function definitionOf(raw: Record<string, unknown>, at: string, id: string, unit: RlsUnit, requestsPerUnit: number, shadow: boolean): LimitDefinition<RlsKeyContext> {
+  const algorithm = given(raw.algorithm);
+  if (typeof algorithm === 'string' && Object.hasOwn(algorithms, algorithm) && !RLS_ALGORITHMS.includes(algorithm as AlgorithmName)) {
+    throw new ConfigError('RC_INVALID_OPTION', `${at}.algorithm`, `must be one of ${RLS_ALGORITHMS.join(', ')}, got ${JSON.stringify(algorithm)} (the protocol has no call to release a concurrency lease)`);
+  }
+  const purpose = given(raw.purpose);
+  const clauses: Record<string, unknown> = {
+    name: id,
+    purpose: purpose ?? DROP_IN_PURPOSE,
+    onError: given(raw.onError),
+    acknowledgeFailOpen: str(raw.acknowledgeFailOpen, `${at}.acknowledgeFailOpen`),
+    algorithm: algorithm ?? 'fixed-window',
+    limit: requestsPerUnit === 0 ? 1 : requestsPerUnit,
+    window: UNIT_MS[unit],
+    burst: given(raw.burst),
+    key: descriptorKeyOf,
+    failClosedAfter: given(raw.failClosedAfter),
+    reason: str(raw.reason, `${at}.reason`),
+    shadow,
+  };
+  for (const k of Object.keys(clauses)) if (clauses[k] === undefined) delete clauses[k];
+  return clauses as unknown as LimitDefinition<RlsKeyContext>;
 }
 
 function loadRateLimit(raw: unknown, at: string, domain: string, path: string, shadow: boolean, detailedMetric: boolean, loading: Loading): RlsRule {
@@ -182,6 +224,10 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
   const validUnit = unit !== undefined && (RLS_UNITS as readonly string[]).includes(unit);
   if (unlimited && validUnit) throw new ConfigError('RC_INVALID_OPTION', `${at}.unit`, 'should not be given with unlimited: true');
   if (!unlimited && !validUnit) throw new ConfigError('RC_INVALID_OPTION', `${at}.unit`, `invalid rate limit unit ${JSON.stringify(unitRaw ?? '')} (one of ${RLS_UNITS.join(', ')})`);
+  if (unlimited) {
+    const clause = LIMIT_CLAUSES.find((k) => given(raw[k]) !== undefined);
+    if (clause !== undefined) throw new ConfigError('RC_INVALID_OPTION', `${at}.${clause}`, 'does not apply with unlimited: true (the rule never counts)');
+  }
   const rpu = raw.requests_per_unit ?? 0;
   if (typeof rpu !== 'number' || !Number.isInteger(rpu) || rpu < 0 || rpu > 0xffff_ffff) {
     throw new ConfigError('RC_INVALID_LIMIT', `${at}.requests_per_unit`, `must be an integer from 0 to 4294967295, got ${JSON.stringify(rpu)}`);
@@ -200,26 +246,11 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
       replaces.push(n);
     });
   }
-  const algorithm = oneOf(raw.algorithm, RLS_ALGORITHMS, `${at}.algorithm`) ?? 'fixed-window';
-  let burst: number | undefined;
-  if (raw.burst !== undefined && raw.burst !== null) {
-    if (typeof raw.burst !== 'number' || !Number.isSafeInteger(raw.burst) || raw.burst < 1) throw new ConfigError('RC_INVALID_BURST', `${at}.burst`, `must be a positive integer, got ${JSON.stringify(raw.burst)}`);
-    if (algorithm !== 'token-bucket' && algorithm !== 'leaky-bucket' && algorithm !== 'gcra') throw new ConfigError('RC_INVALID_BURST', `${at}.burst`, `only token-bucket, leaky-bucket and gcra have a burst (algorithm is ${algorithm})`);
-    burst = raw.burst;
-  }
-  const purpose = oneOf<Purpose>(raw.purpose, ['abuse', 'shedding'], `${at}.purpose`);
-  const onError = oneOf<OnError>(raw.onError, ['open', 'degraded', 'closed'], `${at}.onError`);
-  const acknowledgeFailOpen = str(raw.acknowledgeFailOpen, `${at}.acknowledgeFailOpen`);
-  if (onError === 'open' && purpose === 'abuse' && (acknowledgeFailOpen === undefined || acknowledgeFailOpen.trim() === '')) {
-    throw new ConfigError('RC_FAIL_OPEN_UNACKNOWLEDGED', `${at}.onError`, 'open on an abuse rule needs acknowledgeFailOpen: a sentence saying why failing open is acceptable');
-  }
-  let failClosedAfterMs: number | undefined;
-  if (raw.failClosedAfter !== undefined && raw.failClosedAfter !== null) {
-    if ((onError ?? (purpose === 'abuse' ? 'closed' : 'degraded')) !== 'closed') throw new ConfigError('RC_INVALID_OPTION', `${at}.failClosedAfter`, 'applies to onError: closed only');
-    failClosedAfterMs = parseDuration(raw.failClosedAfter, `${at}.failClosedAfter`);
-  }
   const store = oneOf<'default' | 'local'>(raw.store, ['default', 'local'], `${at}.store`) ?? 'default';
+  const reason = str(raw.reason, `${at}.reason`);
   const id = ruleId(path, loading.ids);
+  const definition = unlimited || unit === undefined ? undefined : definitionOf(raw, at, id, unit, rpu, shadow);
+  const compiled = definition === undefined ? undefined : compileRule(definition, at);
   loading.ids.add(id);
   const rule: RlsRule = {
     id,
@@ -234,16 +265,12 @@ function loadRateLimit(raw: unknown, at: string, domain: string, path: string, s
     replaces,
     shadow,
     detailedMetric,
-    algorithm,
-    burst,
-    purpose,
-    onError,
-    acknowledgeFailOpen,
-    failClosedAfterMs,
-    reason: str(raw.reason, `${at}.reason`),
     store,
+    definition,
+    compiled,
+    purposeStated: given(raw.purpose) !== undefined,
+    reason,
   };
-  checkRunnable(rule);
   loading.rules.push(rule);
   return rule;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type Limiter, type Store } from 'ratecontract';
+import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from 'ratecontract';
 import { policyField, rateLimitField, retryAfterSeconds, type AdvertisedLimit } from 'ratecontract/http';
-import { ruleDefinition, UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsRule, type RlsUnit } from './config.js';
+import { descriptorKeyOf, DROP_IN_PURPOSE, UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsKeyContext, type RlsRule, type RlsUnit } from './config.js';
 import { matchRequest, type Entry, type Match } from './match.js';
 
 /** `RateLimitDescriptor` as the engine reads it (from gRPC or `/json`). */
@@ -65,9 +65,7 @@ export interface RlsEngineOptions {
   readonly maxOverrides?: number | undefined;
 }
 
-interface Ctx {
-  readonly k: string;
-}
+type Ctx = RlsKeyContext;
 
 const MAX_UINT32 = 0xffff_ffff;
 
@@ -78,9 +76,14 @@ interface Built {
   readonly signature: string;
 }
 
+/** The rule's translated definition with another name and N per unit (a per-request override). */
+function definition(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): LimitDefinition<Ctx> {
+  return { ...(rule.definition ?? OVERRIDE_DEFINITION), name, limit: requestsPerUnit, window: UNIT_MS[unit], shadow: rule.shadow };
+}
+
 /** What a reload compares: every clause that changes decisions (not where the rule was written). */
 function signature(rule: RlsRule): string {
-  return JSON.stringify(rule, (k, v: unknown) => (k === 'file' || k === 'at' || k === 'path' ? undefined : v));
+  return JSON.stringify(rule, (k, v: unknown) => (k === 'file' || k === 'at' || k === 'path' || k === 'compiled' ? undefined : v));
 }
 
 /** The counter key of a descriptor: the domain and every entry, length-prefixed so no two descriptors share one by accident. */
@@ -94,24 +97,32 @@ export function descriptorKey(domain: string, entries: readonly Entry[], shared:
   return k;
 }
 
-/** A rule for an override of a descriptor that matched nothing: the reference's (fixed window), fail mode by the library's default. */
-const OVERRIDE_BASE: Omit<RlsRule, 'id' | 'domain' | 'path' | 'unit' | 'requestsPerUnit'> = {
-  file: '(request)',
-  at: 'limit',
-  unlimited: false,
-  name: undefined,
-  replaces: [],
-  shadow: false,
-  detailedMetric: false,
-  algorithm: 'fixed-window',
-  burst: undefined,
-  purpose: undefined,
-  onError: undefined,
-  acknowledgeFailOpen: undefined,
-  failClosedAfterMs: undefined,
-  reason: undefined,
-  store: 'default',
-};
+/**
+ * The definition of an override for a descriptor that matched no rule: the
+ * reference's fixed window and the drop-in purpose, so the library's
+ * default fail mode for it (name, N and window are the override's).
+ */
+const OVERRIDE_DEFINITION: LimitDefinition<Ctx> = { name: 'override', purpose: DROP_IN_PURPOSE, algorithm: 'fixed-window', limit: 1, window: UNIT_MS.second, key: descriptorKeyOf };
+
+/** The rule of an override for a descriptor that matched no rule. */
+function overrideBase(domain: string): Omit<RlsRule, 'id' | 'unit' | 'requestsPerUnit'> {
+  return {
+    domain,
+    path: domain,
+    file: '(request)',
+    at: 'limit',
+    unlimited: false,
+    name: undefined,
+    replaces: [],
+    shadow: false,
+    detailedMetric: false,
+    store: 'default',
+    definition: OVERRIDE_DEFINITION,
+    compiled: undefined,
+    purposeStated: false,
+    reason: undefined,
+  };
+}
 
 /** What one descriptor is checked against once the rules are chosen. */
 interface Planned {
@@ -156,7 +167,8 @@ export class RlsEngine {
 
   #limiter(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): Limiter<Ctx> {
     const store = rule.store === 'local' ? this.#options.localStore : this.#options.store;
-    return createLimiter<Ctx>({ limits: [ruleDefinition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
+    // The library compiles the definition again here: it passed the same compiler at load.
+    return createLimiter<Ctx>({ limits: [definition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
   }
 
   /** Every limiter now in use (for the metrics bindings). */
@@ -188,7 +200,7 @@ export class RlsEngine {
       return b;
     }
     const rule: RlsRule = {
-      ...(base ?? { ...OVERRIDE_BASE, domain, path: domain }),
+      ...(base ?? overrideBase(domain)),
       id,
       unit,
       requestsPerUnit,

@@ -17,7 +17,7 @@ export interface RuleRow {
   readonly reason: string | undefined;
 }
 
-/** The rules as `/contract` shows them: every clause, the fail mode made explicit. */
+/** The rules as `/contract` shows them: every clause, the fail mode as the library's compiler made it. */
 export function rulesTable(config: RlsConfig): RuleRow[] {
   return config.rules.map((r) => ({
     rule: r.id,
@@ -25,10 +25,10 @@ export function rulesTable(config: RlsConfig): RuleRow[] {
     file: r.file,
     name: r.name,
     bound: r.unlimited ? 'unlimited' : `${r.requestsPerUnit} per ${r.unit ?? '?'}`,
-    algorithm: r.unlimited ? undefined : r.algorithm,
-    burst: r.burst,
-    purpose: r.purpose ?? 'shedding (not stated)',
-    onError: r.unlimited ? undefined : (r.onError ?? ((r.purpose ?? 'shedding') === 'abuse' ? 'closed' : 'degraded')),
+    algorithm: r.compiled?.algorithm,
+    burst: r.definition?.burst,
+    purpose: r.compiled === undefined ? 'none (unlimited)' : r.purposeStated ? r.compiled.purpose : `${r.compiled.purpose} (not stated)`,
+    onError: r.compiled?.onError,
     store: r.store,
     shadow: r.shadow,
     replaces: r.replaces.length > 0 ? r.replaces : undefined,

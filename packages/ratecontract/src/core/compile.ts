@@ -174,9 +174,10 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     throw new ConfigError('RC_MISSING_PURPOSE', `${where}purpose`, `limit "${name}" has no purpose; say 'abuse' (security control) or 'shedding' (capacity). There is no default.`);
   }
   if (def.purpose !== 'abuse' && def.purpose !== 'shedding') {
-    throw new ConfigError('RC_MISSING_PURPOSE', `${where}purpose`, `must be 'abuse' or 'shedding', got ${JSON.stringify(def.purpose)}`);
+    throw new ConfigError('RC_INVALID_PURPOSE', `${where}purpose`, `must be 'abuse' or 'shedding', got ${JSON.stringify(def.purpose)}`);
   }
   const purpose: Purpose = def.purpose;
+  // The one place the fail mode's default is written: rls rules and `audit` read it from the compiled limit.
   const onError: OnError = def.onError ?? (purpose === 'abuse' ? 'closed' : 'degraded');
   if (onError !== 'open' && onError !== 'degraded' && onError !== 'closed') {
     throw new ConfigError('RC_INVALID_OPTION', `${where}onError`, `must be 'open', 'degraded' or 'closed', got ${JSON.stringify(def.onError)}`);
@@ -223,6 +224,10 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   }
   if (def.status !== undefined && def.status !== 429 && def.status !== 503) {
     throw new ConfigError('RC_INVALID_OPTION', `${where}status`, `must be 429 or 503, got ${JSON.stringify(def.status)}`);
+  }
+  if (def.failClosedAfter !== undefined && onError !== 'closed') {
+    const why = def.onError === undefined ? `, the default for ${purpose}` : '';
+    throw new ConfigError('RC_INVALID_OPTION', `${where}failClosedAfter`, `applies to onError 'closed' only (this limit's is '${onError}'${why})`);
   }
   const failClosedAfterMs =
     def.failClosedAfter === undefined ? DEFAULT_FAIL_CLOSED_AFTER_MS : def.failClosedAfter === 0 ? 0 : parseDuration(def.failClosedAfter, `${where}failClosedAfter`);
