@@ -39,27 +39,32 @@ http:
 `;
 
 interface Rendered {
+  /** Each column's field of the contract document's rows (`data-field`). */
   readonly headers: string[];
   readonly rows: Array<Record<string, string>>;
   readonly empty: boolean;
   readonly cards: string[];
   readonly findings: string[];
+  /** The column headings as the operator reads them. */
+  readonly headings: string[];
 }
 
 /** What the page shows once its first poll is done: the contract table cell by cell, the limit cards, the findings. */
 async function readPage(page: Page): Promise<Rendered> {
   await page.waitForSelector('#status[data-state="live"]', { timeout: 20_000 });
-  const headers = await page.locator('#contract thead th').allInnerTexts();
+  const headings = await page.locator('#contract thead th').allInnerTexts();
+  const headers: string[] = [];
+  for (const th of await page.locator('#contract thead th').all()) headers.push((await th.getAttribute('data-field')) ?? '');
   const rows: Array<Record<string, string>> = [];
   for (const tr of await page.locator('#contract tbody tr').all()) {
     const cells = await tr.locator('td').allInnerTexts();
-    rows.push(Object.fromEntries(cells.map((c, i) => [headers[i] ?? `#${i}`, c])));
+    rows.push(Object.fromEntries(cells.map((c, i) => [headers[i] || `#${i}`, c])));
   }
   const empty = (await page.locator('#contract tbody td.empty').count()) > 0;
   const cards = await page.locator('#limits .limit h3').allInnerTexts();
   const findings: string[] = [];
   for (const li of await page.locator('#findings li').all()) findings.push((await li.getAttribute('data-code')) ?? '');
-  return { headers, rows, empty, cards, findings };
+  return { headings, headers, rows, empty, cards, findings };
 }
 
 async function openAdmin(context: BrowserContext, adminUrl: string): Promise<{ page: Page; external: string[] }> {
@@ -77,6 +82,8 @@ function expectContract(shown: Rendered, config: RateContractConfig): void {
   expect(inForce.length).toBeGreaterThan(0);
   expect(shown.empty, 'the page says "no limits" while limits are in force').toBe(false);
   for (const column of ['name', 'purpose', 'onError', 'failMode', 'bound', 'key']) expect(shown.headers).toContain(column);
+  // The clauses are headed in words, as the banner heads them, and the table stays readable: the rest of a row is under "more".
+  expect(shown.headings).toEqual(['limit', 'purpose', 'key', 'algorithm', 'bound', 'status', 'on error', 'fail mode', 'store', 'shadow', 'reason', 'more']);
   expect(shown.rows.map((r) => ({ name: r.name, purpose: r.purpose, onError: r.onError }))).toEqual(inForce);
   // Each row's fail mode in words names the same mode as its onError.
   for (const r of shown.rows) expect(r.failMode).toMatch(new RegExp(`^${r.onError ?? '?'}\\b`));

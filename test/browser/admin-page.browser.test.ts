@@ -65,7 +65,11 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('admin page in head
     await page.waitForSelector('#contract tbody tr[data-limit="otp-recipient"]', { timeout: 10_000 });
     const contractText = await page.locator('#contract').innerText();
     for (const row of auditContract(demoConfig()).rows) expect(contractText).toContain(row.name);
-    for (const column of ['name', 'purpose', 'key', 'bound', 'failMode']) expect(await page.locator('#contract thead').innerText()).toContain(column);
+    for (const heading of ['limit', 'purpose', 'key', 'bound', 'fail mode']) expect(await page.locator('#contract thead').innerText()).toContain(heading);
+    // Every other field of a row is under "more", one click away.
+    const more = page.locator('#contract tbody tr[data-limit="otp-recipient"] td.more details');
+    await more.locator('summary').click();
+    expect(await more.innerText()).toMatch(/windowMs\s+900000/);
 
     const chart = page.locator('.limit[data-limit="otp-recipient"] svg.chart');
     await chart.waitFor({ timeout: 10_000 });

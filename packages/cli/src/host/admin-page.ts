@@ -2,8 +2,9 @@
  * The admin port's live page: one self-contained HTML document (inline CSS
  * and script, no build step, nothing fetched from elsewhere). It reads
  * `/contract` (the contract document of docs/metrics.md: `{ rows, findings }`,
- * the rows drawn as a table with whatever columns they have, the findings as
- * a list) and polls `/stats.json` (a `StatsSnapshot`) every second, drawing
+ * the rows drawn as a table of the limit's clauses, purpose, key, algorithm
+ * and bound, status, fail mode, store, shadow and reason, with every other
+ * field of a row under "more"; the findings as a list) and polls `/stats.json` (a `StatsSnapshot`) every second, drawing
  * per limit a small SVG chart of the admitted, rejected, shadow-rejected and
  * fallback rates, and the store health table. An answer of another shape is
  * shown as an error, never as an empty contract.
@@ -50,6 +51,8 @@ td.state-open, td.state-half-open, td.not-ready { color: var(--rejected); font-w
 td.error { color: var(--rejected); font-weight: 600; }
 h3 { font-size: 14px; margin: 14px 0 6px; }
 h3 small { color: var(--muted); font-weight: normal; font-size: 12px; }
+td.more dl { display: grid; grid-template-columns: auto auto; gap: 0 8px; margin: 4px 0 0; }
+td.more dt { color: var(--muted); } td.more dd { margin: 0; white-space: normal; max-width: 36em; }
 #findings { margin: 0; padding-left: 20px; font-size: 12px; }
 #findings .severity-error { color: var(--rejected); font-weight: 600; }
 #findings .severity-warn { color: var(--shadow); }
@@ -62,6 +65,9 @@ const SCRIPT = `
   var SERIES = [["admitted", "admitted"], ["rejected", "rejected"], ["shadowRejected", "shadow-rejected"], ["fallback", "fallback"]];
   var SVG = "http://www.w3.org/2000/svg";
   var W = 300, H = 80;
+  // [field, heading]: the contract's clauses (a serve contract's rows and an rls config's rules both), as the banner names them.
+  var CLAUSES = [["rule", "rule"], ["path", "descriptors"], ["name", "limit"], ["purpose", "purpose"], ["key", "key"], ["algorithm", "algorithm"], ["bound", "bound"],
+    ["status", "status"], ["onError", "on error"], ["failMode", "fail mode"], ["store", "store"], ["shadow", "shadow"], ["reason", "reason"]];
   var cards = new Map();
 
   function el(tag, className, text) {
@@ -111,17 +117,46 @@ const SCRIPT = `
     }
     if (rows.length === 0) emptyRow(body, "empty", "no limits");
     else {
-      var columns = [];
+      // The clauses of a limit, in the order the contract states them; every other field in "more".
+      var present = {};
       rows.forEach(function (row) {
-        if (row && typeof row === "object") Object.keys(row).forEach(function (k) { if (columns.indexOf(k) < 0) columns.push(k); });
+        if (row && typeof row === "object") Object.keys(row).forEach(function (k) { present[k] = true; });
       });
+      var columns = CLAUSES.filter(function (c) { return present[c[0]]; });
+      var shown = {};
+      columns.forEach(function (c) { shown[c[0]] = true; });
       var tr = el("tr");
-      columns.forEach(function (c) { tr.appendChild(el("th", "", c)); });
+      columns.forEach(function (c) {
+        var th = el("th", "", c[1]);
+        th.setAttribute("data-field", c[0]);
+        tr.appendChild(th);
+      });
+      var more = el("th", "", "more");
+      more.setAttribute("data-field", "");
+      tr.appendChild(more);
       head.appendChild(tr);
       rows.forEach(function (row) {
         var r = el("tr");
         if (row && typeof row.name === "string") r.setAttribute("data-limit", row.name);
-        columns.forEach(function (c) { r.appendChild(cell(row ? row[c] : undefined)); });
+        columns.forEach(function (c) {
+          var td = cell(row ? row[c[0]] : undefined);
+          td.setAttribute("data-field", c[0]);
+          r.appendChild(td);
+        });
+        var rest = row && typeof row === "object" ? Object.keys(row).filter(function (k) { return !shown[k]; }) : [];
+        var td = el("td", "more");
+        if (rest.length > 0) {
+          var details = el("details");
+          details.appendChild(el("summary", "", rest.length + " more"));
+          var dl = el("dl");
+          rest.forEach(function (k) {
+            dl.appendChild(el("dt", "", k));
+            dl.appendChild(el("dd", "", cellText(row[k])));
+          });
+          details.appendChild(dl);
+          td.appendChild(details);
+        }
+        r.appendChild(td);
         body.appendChild(r);
       });
     }
