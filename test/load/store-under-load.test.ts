@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, redisCli, startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
 import { serverPid } from '../faults/helpers.js';
+import { pinnedArgv } from '../helpers/pinned.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/load-worker.ts', import.meta.url));
 const PINNED = availableParallelism() >= 2;
@@ -60,7 +61,8 @@ function server(): RedisServer {
 /** Spawns one load worker (pinned), resolves with its report. Killed if it outlives `budgetMs`. */
 function runWorker(args: readonly string[], budgetMs: number): Promise<Report> {
   const argv = ['--import', 'tsx', WORKER, ...args];
-  const child = PINNED ? spawn('taskset', ['-c', String(WORKER_CPU), process.execPath, ...argv]) : spawn(process.execPath, argv);
+  const [command, ...rest] = pinnedArgv(PINNED ? WORKER_CPU : undefined, process.execPath, argv);
+  const child = spawn(command, rest);
   children.add(child);
   let out = '';
   let err = '';

@@ -23,6 +23,7 @@ import { algorithms } from '../../packages/ratecontract/src/algorithms/registry.
 import type { TierDefinition } from '../../packages/ratecontract/src/index.js';
 import type { LimitSpec, Spec } from './fixtures/tier-spec.js';
 import { redisCli, startRedis, type RedisServer } from '../integration/redis/helpers/redis-server.js';
+import { pinnedArgv } from '../helpers/pinned.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/tier-worker.ts', import.meta.url));
 const PINNED = availableParallelism() >= 2;
@@ -86,7 +87,8 @@ async function fleet(spec: Spec, processes: number, kill?: { index: number; afte
   const ends: number[] = [];
   const done = Array.from({ length: processes }, (_, i) => {
     const argv = ['--import', 'tsx', WORKER, JSON.stringify({ ...spec, port: port(), prefix, startAt })];
-    const child = PINNED ? spawn('taskset', ['-c', '0', process.execPath, ...argv]) : spawn(process.execPath, argv);
+    const [command, ...rest] = pinnedArgv(PINNED ? 0 : undefined, process.execPath, argv);
+    const child = spawn(command, rest);
     children.add(child);
     let buffer = '';
     let last = '';

@@ -353,21 +353,37 @@ export class StoreCircuit {
   }
 }
 
+/** A gap between the deadline timer's callback and the check phase longer than this (ms) means the loop was busy in between. */
+const LOOP_STALL_MS = 2;
+
 /**
  * Resolves or rejects like `promise`, or rejects with `StoreTimeoutError`
- * after `ms`. When the timer fires, the rejection waits for the I/O phase of
- * the event loop to pass once (`setImmediate`), so a reply that arrived
- * while the loop was stalled (GC, a long task) still wins.
+ * after `ms`. The deadline measures the store, not this process's event
+ * loop: when the timer fires, the rejection waits for the I/O phase of the
+ * loop to pass (`setImmediate`), so a reply that arrived while the loop was
+ * stalled (GC, a long task, a preemption) still wins. If the loop was busy
+ * between the timer and that check (an I/O callback ran long, or the
+ * process was descheduled), a reply may have arrived after the I/O phase
+ * polled; the rejection then waits for one more I/O phase.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
+    let firedAt = 0;
+    let looked = false;
+    const expire = (): void => {
+      if (settled) return;
+      if (!looked && performance.now() - firedAt > LOOP_STALL_MS) {
+        looked = true;
+        setImmediate(expire);
+        return;
+      }
+      settled = true;
+      reject(new StoreTimeoutError(ms));
+    };
     const timer = setTimeout(() => {
-      setImmediate(() => {
-        if (settled) return;
-        settled = true;
-        reject(new StoreTimeoutError(ms));
-      });
+      firedAt = performance.now();
+      setImmediate(expire);
     }, ms);
     promise.then(
       (value) => {

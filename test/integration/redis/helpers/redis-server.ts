@@ -8,6 +8,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
+import { pinnedArgv } from '../../../helpers/pinned.js';
 import { join } from 'node:path';
 
 /**
@@ -95,13 +96,14 @@ export interface RedisServer {
 
 /** Options of `startRedis`. */
 export interface StartOptions {
-  /** Pin the server to this CPU (`taskset -c`), for load figures that depend on scheduling. */
+  /** Pin the server to this CPU (`taskset -c`, at a raised priority as root: test/helpers/pinned.ts), for load figures that depend on scheduling. */
   readonly cpu?: number | undefined;
 }
 
 function spawnServer(port: number, dir: string, extra: readonly string[], options: StartOptions): ChildProcess {
   const args = ['--signal=KILL', String(LIFETIME_S), SERVER_BIN, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra];
-  const child = options.cpu === undefined ? spawn('timeout', args, { stdio: 'ignore' }) : spawn('taskset', ['-c', String(options.cpu), 'timeout', ...args], { stdio: 'ignore' });
+  const [command, ...argv] = pinnedArgv(options.cpu, 'timeout', args);
+  const child = spawn(command, argv, { stdio: 'ignore' });
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
