@@ -103,12 +103,12 @@ export class Netns {
 
   /** Runs a command inside the namespace, synchronously; returns stdout; throws on failure. */
   execSync(cmd: string, args: readonly string[]): string {
-    return execFileSync('ip', ['netns', 'exec', this.name, cmd, ...args], { encoding: 'utf8', timeout: 10_000 });
+    return execFileSync('ip', ['netns', 'exec', this.name, cmd, ...args], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
   /** One nft command inside the namespace (e.g. `add rule inet rc out tcp dport 7000 drop`). */
-  nft(command: string): string {
-    return this.execSync('nft', [command]);
+  nft(command: string, flags: readonly string[] = []): string {
+    return this.execSync('nft', [...flags, command]);
   }
 
   /** Starts a process inside the namespace, in a process group of its own (killed by `remove()`), optionally pinned to `cpu`. */
@@ -150,7 +150,7 @@ export class Netns {
   }
 
   #addRule(chain: string, rule: string): readonly [string, number] {
-    const out = this.nft(`--echo --handle add rule inet rc ${chain} ${rule}`);
+    const out = this.nft(`add rule inet rc ${chain} ${rule}`, ['--echo', '--handle']);
     const m = /# handle (\d+)/.exec(out);
     if (m === null) throw new Error(`nft gave no handle for "${rule}": ${out}`);
     return [chain, Number(m[1])];

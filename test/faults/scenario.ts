@@ -164,8 +164,11 @@ export function measure(report: WorkerReport, marks: Marks, backFromAt?: number)
 
 /** A failure message's context: the timeline around the fault and the events, in ms after `origin`. */
 export function view(report: WorkerReport, marks: Marks, origin = marks.healAt): string {
+  const { faultAt, healAt, end } = marks;
+  // A long fault's middle is elided: its start, and the last 2 s before the heal, say what happened.
+  const slices = healAt - faultAt > 6000 ? [...between(report.slices, faultAt - 500, faultAt + 3000), ...between(report.slices, healAt - 2000, end)] : between(report.slices, faultAt - 500, end);
   return (
-    `timeline (ms after ${origin === marks.healAt ? 'the heal' : 'the origin'}: store/checks): ${timeline(between(report.slices, marks.faultAt - 500, marks.end), origin)}\n` +
+    `timeline (ms after ${origin === healAt ? 'the heal' : 'the origin'}: store/checks): ${timeline(slices, origin)}\n` +
     `events: ${JSON.stringify(report.events.filter((e) => e.t >= marks.faultAt - 500).map((e) => ({ ...e, t: Math.round(e.t - origin) })))}`
   );
 }

@@ -57,7 +57,9 @@ export interface ScriptRunner {
    * come; node-redis (which has no reconnect call) `destroy()` and then
    * `connect()`. Only for a standalone client that reports itself ready
    * (ioredis `status === 'ready'`, node-redis `isReady`): one that is not is
-   * already reconnecting. Returns whether it did; never throws.
+   * already reconnecting; except that an ioredis connect still pending is
+   * abandoned, so that it is tried again at once rather than after the
+   * kernel's next SYN retransmission. Returns whether it did; never throws.
    */
   reconnect(): boolean;
 }
@@ -126,9 +128,23 @@ function quietly(f: () => unknown): boolean {
   }
 }
 
-/** ioredis: `disconnect(true)`, and the old socket destroyed at once. */
+/**
+ * ioredis: `disconnect(true)`, and the old socket destroyed at once. A
+ * connect still pending (status `connecting`, its socket not connected:
+ * behind a partition its SYNs go unanswered) is abandoned by destroying its
+ * socket, and ioredis tries again by its retryStrategy: otherwise it waits
+ * out `connectTimeout` (10 s by default) while the kernel spaces its SYN
+ * retransmissions 1, 2 and 4 s apart, and reconnects up to 4 s after the
+ * network heals.
+ */
 function reconnectIoredis(c: object): boolean {
-  if ((c as { status?: unknown }).status !== 'ready') return false;
+  const status = (c as { status?: unknown }).status;
+  if (status === 'connecting') {
+    const stream = (c as { stream?: { connecting?: unknown } }).stream;
+    const destroy = stream?.connecting === true ? method(stream, 'destroy') : undefined;
+    return destroy !== undefined && quietly(() => destroy());
+  }
+  if (status !== 'ready') return false;
   const disconnect = method(c, 'disconnect');
   if (disconnect === undefined) return false;
   const stream = (c as { stream?: unknown }).stream;
