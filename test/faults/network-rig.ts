@@ -28,6 +28,10 @@ export interface WorkerHandle {
   stderr(): string;
   /** Kills the worker if it still runs. */
   kill(): Promise<void>;
+  /** Writes a command line to the worker's stdin. */
+  send(line: string): void;
+  /** The next line the worker prints that starts with `prefix` (within `budgetMs`). */
+  line(prefix: string, budgetMs: number): Promise<string>;
 }
 
 export interface NetworkRig extends WorkerHandle {
@@ -52,8 +56,8 @@ const REDIS_CPU = 1;
  * arguments before node's: `taskset`, `ip netns exec`), with `--expose-gc`
  * so it can sample the heap after a collection.
  */
-export function spawnWorker(config: WorkerConfig, launch: readonly string[] = []): WorkerHandle {
-  const argv = ['--expose-gc', '--import', 'tsx', WORKER, JSON.stringify(config)];
+export function spawnWorker(config: WorkerConfig | object, launch: readonly string[] = [], script = WORKER): WorkerHandle {
+  const argv = ['--expose-gc', '--import', 'tsx', script, JSON.stringify(config)];
   const [cmd, ...pre] = launch.length > 0 ? [...launch, process.execPath] : [process.execPath];
   const worker = spawn(cmd, [...pre, ...argv], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
@@ -90,6 +94,8 @@ export function spawnWorker(config: WorkerConfig, launch: readonly string[] = []
       return JSON.parse(await next((l) => l.startsWith('{"slices"'), budgetMs, 'report')) as WorkerReport;
     },
     stderr: () => err,
+    send: (line) => void worker.stdin?.write(`${line}\n`),
+    line: (prefix, budgetMs) => next((l) => l.startsWith(prefix), budgetMs, `line starting ${prefix}`),
     async kill() {
       if (worker.exitCode === null && worker.signalCode === null) {
         const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
@@ -242,4 +248,66 @@ export async function startNetnsRig(ns: Netns, config: Omit<WorkerConfig, 'url'>
       await redis.stop();
     },
   };
+}
+
+/** A 3-master Redis Cluster inside a namespace (no replicas): ports, and redis-cli run there. */
+export interface NetnsCluster {
+  readonly ports: readonly number[];
+  cli(port: number, ...args: string[]): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts 3 cluster-enabled masters inside `ns` on `ports` (their bus ports
+ * are port + 10000) and joins them with `redis-cli --cluster create`; waits
+ * for cluster_state:ok on every node (30 s). `nodeTimeoutMs` is
+ * `cluster-node-timeout` (the test partitions clients from a master, not the
+ * bus, so no failover happens either way).
+ */
+export async function startNetnsCluster(ns: Netns, ports: readonly number[], cpu?: number, nodeTimeoutMs = 5000): Promise<NetnsCluster> {
+  const servers: NetnsRedis[] = [];
+  try {
+    for (const port of ports) {
+      servers.push(await startNetnsRedis(ns, port, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs)], cpu));
+    }
+    const cli = (port: number, ...args: string[]): string => ns.execSync('redis-cli', ['-p', String(port), ...args]);
+    ns.execSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+    const until = Date.now() + 30_000;
+    while (!ports.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok'))) {
+      if (Date.now() > until) throw new Error('cluster in the namespace never reached cluster_state:ok');
+      await sleep(100);
+    }
+    return {
+      ports,
+      cli,
+      async stop() {
+        await Promise.all(servers.map((x) => x.stop()));
+      },
+    };
+  } catch (error) {
+    await Promise.all(servers.map((x) => x.stop()));
+    throw error;
+  }
+}
+
+/** The slot ranges each master serves, from `CLUSTER NODES`, as [first, last, port of the master]. */
+export function slotRanges(cluster: NetnsCluster, askPort = cluster.ports[0] as number): Array<[number, number, number]> {
+  const ranges: Array<[number, number, number]> = [];
+  for (const line of cluster.cli(askPort, 'cluster', 'nodes').split('\n')) {
+    const f = line.trim().split(' ');
+    if (!(f[2] ?? '').includes('master')) continue;
+    const port = Number(/:(\d+)@/.exec(f[1] ?? '')?.[1]);
+    for (const r of f.slice(8)) {
+      const m = /^(\d+)(?:-(\d+))?$/.exec(r);
+      if (m !== null) ranges.push([Number(m[1]), Number(m[2] ?? m[1]), port]);
+    }
+  }
+  return ranges;
+}
+
+/** The master's port serving `slot`. */
+export function masterOf(ranges: ReadonlyArray<readonly [number, number, number]>, slot: number): number {
+  const r = ranges.find(([a, b]) => slot >= a && slot <= b);
+  if (r === undefined) throw new Error(`slot ${slot} not served`);
+  return r[2];
 }

@@ -62,7 +62,38 @@ export interface ScriptRunner {
    * kernel's next SYN retransmission. Returns whether it did; never throws.
    */
   reconnect(): boolean;
+  /**
+   * A Cluster: the master that serves `slot` as the client knows it now
+   * (`'host:port'`; ioredis `slots[slot][0]`, node-redis
+   * `slots[slot].master.address`), or undefined when the client does not
+   * know yet. Always undefined on a standalone client.
+   */
+  nodeOf(slot: number): string | undefined;
 }
+
+/** ioredis Cluster: `slots[slot]` lists the node keys serving it, the master first. */
+function ioredisNodeOf(c: object): (slot: number) => string | undefined {
+  return (slot) => {
+    const slots = (c as { slots?: unknown }).slots;
+    if (!Array.isArray(slots)) return undefined;
+    const nodes: unknown = slots[slot];
+    const master: unknown = Array.isArray(nodes) ? nodes[0] : undefined;
+    return typeof master === 'string' ? master : undefined;
+  };
+}
+
+/** node-redis cluster: `slots[slot].master.address`. */
+function nodeRedisNodeOf(c: object): (slot: number) => string | undefined {
+  return (slot) => {
+    const slots = (c as { slots?: unknown }).slots;
+    if (!Array.isArray(slots)) return undefined;
+    const shard = slots[slot] as { master?: { address?: unknown } } | undefined;
+    const address = shard?.master?.address;
+    return typeof address === 'string' ? address : undefined;
+  };
+}
+
+const noNode = (): undefined => undefined;
 
 type Loader = (text: string) => Promise<unknown>;
 
@@ -250,6 +281,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener),
       reconnect: () => !isCluster && reconnectIoredis(c),
+      nodeOf: isCluster ? ioredisNodeOf(c) : noNode,
     };
   }
   if (hasMethod(client, 'evalSha') && hasMethod(client, 'eval')) {
@@ -271,6 +303,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener, () => ending.self),
       reconnect: () => !isCluster && reconnectNodeRedis(c, ending),
+      nodeOf: isCluster ? nodeRedisNodeOf(c) : noNode,
     };
   }
   throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client: it has neither evalsha (ioredis) nor evalSha (node-redis)');
