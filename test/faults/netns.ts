@@ -9,8 +9,7 @@
  *
  * Needs root, `ip` (iproute2) and `nft` (Debian's nftables; the kernel has
  * nf_tables). `netnsSupport()` says whether they are here and, if not, why;
- * the tests skip with that reason (CI installs nftables with
- * scripts/ensure-nftables.sh and runs as root, so there they run).
+ * the tests skip with that reason (Debian: `apt-get install nftables`).
  *
  * Cleanup: `remove()` kills every process the namespace started (SIGKILL to
  * its process group) and deletes the namespace; every namespace still
@@ -41,7 +40,7 @@ export function netnsSupport(): { ok: true } | { ok: false; reason: string } {
   if (support !== undefined) return support;
   if (process.getuid?.() !== 0) return (support = { ok: false, reason: 'not root (ip netns and nft need root)' });
   if (!run('ip', ['-V']).ok) return (support = { ok: false, reason: '`ip` (iproute2) not found' });
-  if (!run('nft', ['--version']).ok) return (support = { ok: false, reason: '`nft` not found (bash scripts/ensure-nftables.sh installs Debian\'s nftables)' });
+  if (!run('nft', ['--version']).ok) return (support = { ok: false, reason: '`nft` not found (Debian: apt-get install nftables)' });
   const name = `${PREFIX}${process.pid}-probe`;
   const add = run('ip', ['netns', 'add', name]);
   if (!add.ok) return (support = { ok: false, reason: `ip netns add failed: ${add.out}` });
