@@ -82,20 +82,20 @@ describe('redisStore: a connection taken for dead', () => {
   });
 
   /** An ioredis-shaped client: what reconnect() calls on it. */
-  function ioShaped(status: string) {
+  function ioShaped(status: string, connecting = false) {
     const calls: string[] = [];
     const client = Object.assign(new EventEmitter(), {
       evalsha: never,
       eval: never,
       isCluster: false,
       status,
-      stream: { destroy: () => void calls.push('stream.destroy') },
+      stream: { connecting, destroy: () => void calls.push('stream.destroy') },
       disconnect: (reconnect?: boolean) => void calls.push(`disconnect(${String(reconnect)})`),
     });
     return { client, calls };
   }
 
-  it('ioredis: disconnect(true) and the old socket destroyed, only while the client reports ready', () => {
+  it('ioredis: disconnect(true) and the old socket destroyed while the client reports ready; a pending connect abandoned', () => {
     const ready = ioShaped('ready');
     expect(redisStore({ client: ready.client }).reconnect()).toBe(true);
     expect(ready.calls).toEqual(['disconnect(true)', 'stream.destroy']);
@@ -104,6 +104,12 @@ describe('redisStore: a connection taken for dead', () => {
       expect(redisStore({ client: other.client }).reconnect()).toBe(false);
       expect(other.calls).toEqual([]);
     }
+    // A connect that is still pending (its SYN unanswered, as behind a partition) is abandoned so that ioredis tries
+    // again at once by its retryStrategy, instead of waiting out connectTimeout (10 s by default) while the kernel
+    // backs off its SYN retransmissions (1, 3, 7 s).
+    const pending = ioShaped('connecting', true);
+    expect(redisStore({ client: pending.client }).reconnect()).toBe(true);
+    expect(pending.calls).toEqual(['stream.destroy']);
     const reportOnly = ioShaped('ready');
     expect(redisStore({ client: reportOnly.client, onDeadConnection: 'report' }).reconnect()).toBe(false);
     expect(reportOnly.calls).toEqual([]);

@@ -76,6 +76,12 @@ export interface BreakerEvent {
   readonly now: number;
   readonly failureRate: number;
   readonly calls: number;
+  /**
+   * The failure domain whose breaker moved (a Redis Cluster's master,
+   * `'host:port'`), for a store with per-node breakers; undefined for the
+   * store's own breaker.
+   */
+  readonly node: string | undefined;
 }
 
 /** `ratecontract:fallback`: a limit was decided by its fail mode. */
@@ -201,7 +207,7 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   costError: ['limit', 'error', 'cost'],
   listError: ['list', 'limit', 'error'],
   timeout: ['store', 'deadlineMs', 'limits'],
-  breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls'],
+  breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls', 'node'],
   replicas: ['replicas', 'source'],
   storeCall: ['store', 'kind', 'durationMs', 'ok'],
   reset: ['limit', 'keyHash', 'by', 'store'],

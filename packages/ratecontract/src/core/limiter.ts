@@ -499,6 +499,12 @@ class ChainLimiter implements Limiter {
     return out;
   }
 
+  /** Since when the store of `limit` has failed for this check's ops (per failure domain on a store that has them). */
+  #failingSince(limit: CompiledLimit, ops: ReadonlyArray<StoreOp | undefined>): number | undefined {
+    const group = this.#groupOf(limit);
+    return group.store.domains === undefined ? group.circuit.failingSince : group.circuit.failingSinceOf(this.#present(group, ops));
+  }
+
   #fill(group: Group, ops: ReadonlyArray<StoreOp | undefined>, res: readonly StoreOpResult[], results: Array<StoreOpResult | undefined>): void {
     let j = 0;
     for (const i of group.indexes) {
@@ -510,7 +516,7 @@ class ChainLimiter implements Limiter {
     const groupOps = this.#present(group, ops);
     if (groupOps.length === 0) return;
     try {
-      const res = await group.circuit.run(() => group.store.evaluate(groupOps, now), now);
+      const res = await group.circuit.run(() => group.store.evaluate(groupOps, now), now, groupOps);
       this.#fill(group, ops, res, results);
     } catch (error) {
       this.#markFailed(group, ops, error, failed);
@@ -547,7 +553,7 @@ class ChainLimiter implements Limiter {
     let failModes: ReadonlyArray<OnError | undefined> | undefined;
     let local: readonly boolean[] | undefined;
     let failClosed = false;
-    if (failed !== undefined) ({ failModes, local, failClosed } = this.#fallback.apply(ops, results, failed, now, (l) => this.#groupOf(l).circuit.failingSince));
+    if (failed !== undefined) ({ failModes, local, failClosed } = this.#fallback.apply(ops, results, failed, now, (l) => this.#failingSince(l, ops)));
     let allowed = true;
     let deciding: CompiledLimit | undefined;
     let retryAfterMs = 0;

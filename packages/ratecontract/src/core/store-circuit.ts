@@ -2,7 +2,7 @@ import { ConfigError, RateContractError } from './errors.js';
 import { refuseUnknown } from './options.js';
 import { breakerChannel, deadConnectionChannel, storeCallChannel, type StoreFailureReason } from './events.js';
 import { SilenceWatch } from './silence-watch.js';
-import type { Store } from './store.js';
+import type { Store, StoreOp } from './store.js';
 
 export type { BreakerOptions } from './store.js';
 
@@ -71,6 +71,19 @@ export interface StoreHealth {
   readonly inFlight: number;
   /** Whether the store has become ready (stores without `ready()` always are). */
   readonly ready: boolean;
+  /**
+   * A store with failure domains of its own (a Redis Cluster's masters, see
+   * `Store.domains`): each node's breaker. `state` is then the worst of them
+   * and of the store's own breaker; `failureRate` and `calls` are over all.
+   */
+  readonly nodes?: Readonly<Record<string, NodeHealth>> | undefined;
+}
+
+/** One failure domain's breaker (`StoreHealth.nodes`). */
+export interface NodeHealth {
+  readonly state: BreakerState;
+  readonly failureRate: number;
+  readonly calls: number;
 }
 
 function positive(v: number, option: string, integer = false): number {
@@ -82,6 +95,32 @@ function positive(v: number, option: string, integer = false): number {
 
 const BREAKER_KEYS: readonly string[] = ['failureRate', 'minimumCalls', 'windowMs', 'failureThreshold', 'cooldownMs', 'maxCooldownMs', 'probeSuccesses'];
 const SLOTS = 10;
+
+/** One breaker's state: the store's own, or one failure domain's (a Cluster node). */
+class Breaker {
+  state: BreakerState = 'closed';
+  consecutive = 0;
+  openedAt = 0;
+  cooldownMs: number;
+  probing = false;
+  probeRun = 0;
+  /** The rolling window: calls and failures per slot of `windowMs / 10`. */
+  readonly calls = new Float64Array(SLOTS);
+  readonly fails = new Float64Array(SLOTS);
+  slot = 0;
+  slotStart = 0;
+  /** Start of the current run of continuous failure, if any. */
+  failingSince: number | undefined;
+  constructor(
+    /** The failure domain's name; undefined for the store's own breaker. */
+    readonly node: string | undefined,
+    cooldownMs: number,
+  ) {
+    this.cooldownMs = cooldownMs;
+  }
+}
+
+const WORSE: Readonly<Record<BreakerState, number>> = { closed: 0, 'half-open': 1, open: 2 };
 
 /**
  * The circuit between the limiter and one store (one failure domain): its
@@ -115,23 +154,14 @@ export class StoreCircuit {
   readonly #baseCooldownMs: number;
   readonly #maxCooldownMs: number;
   readonly #probeSuccesses: number;
-  #state: BreakerState = 'closed';
-  #consecutive = 0;
-  #openedAt = 0;
-  #cooldownMs: number;
-  #probing = false;
-  #probeRun = 0;
+  /** The store's own breaker (every call of a store without failure domains). */
+  readonly #main: Breaker;
+  /** One breaker per failure domain, for a store with `domains()` (a Redis Cluster: one per master); else undefined. */
+  readonly #nodes: Map<string, Breaker> | undefined;
   #inFlight = 0;
-  /** The rolling window: calls and failures per slot of `windowMs / 10`. */
-  readonly #calls = new Float64Array(SLOTS);
-  readonly #fails = new Float64Array(SLOTS);
-  #slot = 0;
-  #slotStart = 0;
   /** Pending until the store is ready or the startup wait has passed; then undefined. */
   #gate: Promise<void> | undefined;
   #ready: boolean;
-  /** Start of the current run of continuous failure, if any. */
-  failingSince: number | undefined;
   /** Silence on the store's calls; undefined with `deadConnectionMs: false`. */
   readonly #silence: SilenceWatch | undefined;
 
@@ -151,7 +181,8 @@ export class StoreCircuit {
     this.#baseCooldownMs = positive(b.cooldownMs ?? BREAKER_DEFAULTS.cooldownMs, `stores.${name}.breaker.cooldownMs`);
     this.#maxCooldownMs = Math.max(this.#baseCooldownMs, positive(b.maxCooldownMs ?? BREAKER_DEFAULTS.maxCooldownMs, `stores.${name}.breaker.maxCooldownMs`));
     this.#probeSuccesses = positive(b.probeSuccesses ?? BREAKER_DEFAULTS.probeSuccesses, `stores.${name}.breaker.probeSuccesses`, true);
-    this.#cooldownMs = this.#baseCooldownMs;
+    this.#main = new Breaker(undefined, this.#baseCooldownMs);
+    this.#nodes = typeof store.domains === 'function' ? new Map() : undefined;
     const startupWaitMs = store.startupWaitMs ?? DEFAULT_STARTUP_WAIT_MS;
     if (!Number.isFinite(startupWaitMs) || startupWaitMs < 0) {
       throw new ConfigError('RC_INVALID_OPTION', `stores.${name}.startupWaitMs`, `must be a non-negative number, got ${String(startupWaitMs)}`);
@@ -165,36 +196,77 @@ export class StoreCircuit {
     if (!this.#ready) this.#gate = this.#startGate(startupWaitMs);
   }
 
+  /** The breaker's state; with failure domains, the worst of the store's own and every domain's. */
   get state(): BreakerState {
-    return this.#state;
+    let state = this.#main.state;
+    if (this.#nodes !== undefined) for (const b of this.#nodes.values()) if (WORSE[b.state] > WORSE[state]) state = b.state;
+    return state;
   }
 
-  /** The breaker's state, failure rate, calls in flight and readiness. */
+  /** Start of the store's current run of continuous failure (its own breaker's), if any. */
+  get failingSince(): number | undefined {
+    return this.#main.failingSince;
+  }
+
+  /**
+   * Since when the store has failed continuously for a call of `ops`: with
+   * failure domains, the earliest among the failing domains the call goes
+   * to (so a `closed` limit fails closed after its grace when a node its
+   * check needs has been unreachable that long, whatever the other nodes do).
+   */
+  failingSinceOf(ops: readonly StoreOp[]): number | undefined {
+    const names = this.#nodes === undefined || ops.length === 0 ? undefined : this.#domainsOf(ops);
+    if (names === undefined) return this.#main.failingSince;
+    let since: number | undefined;
+    for (const n of names) {
+      const f = this.#nodes?.get(n)?.failingSince;
+      if (f !== undefined && (since === undefined || f < since)) since = f;
+    }
+    return since;
+  }
+
+  /** The breaker's state, failure rate, calls in flight and readiness (and each domain's breaker, with failure domains). */
   health(now: number): StoreHealth {
-    this.#roll(now);
-    const { calls, fails } = this.#totals();
-    return { state: this.#state, failureRate: calls === 0 ? 0 : fails / calls, calls, inFlight: this.#inFlight, ready: this.#ready };
+    this.#roll(this.#main, now);
+    let { calls, fails } = this.#totals(this.#main);
+    const base = { inFlight: this.#inFlight, ready: this.#ready };
+    if (this.#nodes === undefined) return { state: this.#main.state, failureRate: calls === 0 ? 0 : fails / calls, calls, ...base };
+    const nodes: Record<string, NodeHealth> = {};
+    for (const [name, b] of this.#nodes) {
+      this.#roll(b, now);
+      const t = this.#totals(b);
+      calls += t.calls;
+      fails += t.fails;
+      nodes[name] = { state: b.state, failureRate: t.calls === 0 ? 0 : t.fails / t.calls, calls: t.calls };
+    }
+    return { state: this.state, failureRate: calls === 0 ? 0 : fails / calls, calls, ...base, nodes };
   }
 
   /**
    * Runs `call` under the in-flight bound, readiness gate, deadline and
    * breaker. Rejects with the store's error, `StoreTimeoutError`,
-   * `BreakerOpenError` or `StoreBusyError`.
+   * `BreakerOpenError` or `StoreBusyError`. With `ops` and a store that has
+   * failure domains (`Store.domains`), the call goes through the breakers of
+   * the domains it touches instead of the store's own: it is refused at once
+   * if one of them is open, and its outcome counts for each of them (a
+   * failure only for those the store says did not answer).
    */
-  async run<T>(call: () => Promise<T>, now: number): Promise<T> {
-    if (this.#silence !== undefined) {
-      const silentMs = this.#silence.check(now);
-      if (silentMs !== undefined) this.#deadConnection(silentMs, now);
+  async run<T>(call: () => Promise<T>, now: number, ops?: readonly StoreOp[]): Promise<T> {
+    if (ops !== undefined && this.#nodes !== undefined) {
+      const names = this.#domainsOf(ops);
+      if (names !== undefined) return this.#runRouted(call, now, ops, names);
     }
+    this.#watch(now);
     if (this.#inFlight >= this.maxInFlight) throw new StoreBusyError(this.maxInFlight);
+    const b = this.#main;
     let probe = false;
-    if (this.#state === 'open') {
-      if (now - this.#openedAt < this.#cooldownMs) throw new BreakerOpenError();
-      this.#transition('half-open', now);
+    if (b.state === 'open') {
+      if (now - b.openedAt < b.cooldownMs) throw new BreakerOpenError();
+      this.#transition(b, 'half-open', now);
     }
-    if (this.#state === 'half-open') {
-      if (this.#probing) throw new BreakerOpenError();
-      this.#probing = true;
+    if (b.state === 'half-open') {
+      if (b.probing) throw new BreakerOpenError();
+      b.probing = true;
       probe = true;
     }
     this.#inFlight++;
@@ -207,26 +279,99 @@ export class StoreCircuit {
       this.#silence?.issued(now, pending);
       const value = await withDeadline(pending, this.deadlineMs);
       if (started >= 0) this.#timed(started, true);
-      this.#succeeded(now, probe);
+      this.#succeeded(b, now, probe);
       return value;
     } catch (error) {
       if (started >= 0) this.#timed(started, false);
-      this.#failed(now, probe);
+      this.#failed(b, now, probe);
       throw error;
     } finally {
       this.#inFlight--;
-      if (probe) this.#probing = false;
+      if (probe) b.probing = false;
     }
+  }
+
+  /** The failure domains a call of `ops` touches, or undefined (the store's own breaker). */
+  #domainsOf(ops: readonly StoreOp[]): readonly string[] | undefined {
+    let names: readonly string[] | undefined;
+    try {
+      names = this.store.domains?.(ops);
+    } catch {
+      // A store's domains() must not throw; if it does, the store's own breaker guards the call.
+      return undefined;
+    }
+    return names === undefined || names.length === 0 ? undefined : names;
+  }
+
+  #node(name: string): Breaker {
+    const nodes = this.#nodes as Map<string, Breaker>;
+    let b = nodes.get(name);
+    if (b === undefined) nodes.set(name, (b = new Breaker(name, this.#baseCooldownMs)));
+    return b;
+  }
+
+  async #runRouted<T>(call: () => Promise<T>, now: number, ops: readonly StoreOp[], names: readonly string[]): Promise<T> {
+    this.#watch(now);
+    if (this.#inFlight >= this.maxInFlight) throw new StoreBusyError(this.maxInFlight);
+    const breakers = names.map((n) => this.#node(n));
+    // Refused if any domain it needs is open (still cooling down) or half-open with its probe out; decided before any change.
+    for (const b of breakers) {
+      if ((b.state === 'open' && now - b.openedAt < b.cooldownMs) || (b.state === 'half-open' && b.probing)) throw new BreakerOpenError();
+    }
+    const probes: Breaker[] = [];
+    for (const b of breakers) {
+      if (b.state === 'open') this.#transition(b, 'half-open', now);
+      if (b.state === 'half-open') {
+        b.probing = true;
+        probes.push(b);
+      }
+    }
+    this.#inFlight++;
+    let started = -1;
+    try {
+      if (this.#gate !== undefined) await this.#gate;
+      if (storeCallChannel.hasSubscribers) started = performance.now();
+      const pending = call();
+      this.#silence?.issued(now, pending);
+      const value = await withDeadline(pending, this.deadlineMs);
+      if (started >= 0) this.#timed(started, true);
+      for (const b of breakers) this.#succeeded(b, now, probes.includes(b));
+      return value;
+    } catch (error) {
+      if (started >= 0) this.#timed(started, false);
+      let answered: readonly string[] = [];
+      try {
+        answered = this.store.answered?.(ops) ?? [];
+      } catch {
+        // As if none answered.
+      }
+      for (const b of breakers) {
+        if (answered.includes(b.node as string)) this.#succeeded(b, now, probes.includes(b));
+        else this.#failed(b, now, probes.includes(b));
+      }
+      throw error;
+    } finally {
+      this.#inFlight--;
+      for (const b of probes) b.probing = false;
+    }
+  }
+
+  /** The dead-connection watch, before each call. */
+  #watch(now: number): void {
+    if (this.#silence === undefined) return;
+    const silentMs = this.#silence.check(now);
+    if (silentMs !== undefined) this.#deadConnection(silentMs, now);
   }
 
   /** Records a synchronous store's outcome (no deadline or breaker applies to in-process stores). */
   record(ok: boolean, now: number): void {
+    const b = this.#main;
     if (ok) {
-      this.#consecutive = 0;
-      this.failingSince = undefined;
+      b.consecutive = 0;
+      b.failingSince = undefined;
     } else {
-      this.failingSince ??= now;
-      this.#consecutive++;
+      b.failingSince ??= now;
+      b.consecutive++;
     }
   }
 
@@ -243,9 +388,9 @@ export class StoreCircuit {
     } catch {
       // A store's reconnect must not throw; if it does, the check still gets its fail mode.
     }
-    if (reconnected && this.#state === 'open') {
-      this.#cooldownMs = this.#baseCooldownMs;
-      this.#openedAt = now;
+    if (reconnected && this.#main.state === 'open') {
+      this.#main.cooldownMs = this.#baseCooldownMs;
+      this.#main.openedAt = now;
     }
     if (deadConnectionChannel.hasSubscribers) {
       deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding: this.#silence?.outstanding ?? 0, reconnected });
@@ -280,75 +425,75 @@ export class StoreCircuit {
     return Promise.race([ready, waited]);
   }
 
-  #succeeded(now: number, probe: boolean): void {
-    this.#consecutive = 0;
-    this.failingSince = undefined;
-    this.#count(now, false);
+  #succeeded(b: Breaker, now: number, probe: boolean): void {
+    b.consecutive = 0;
+    b.failingSince = undefined;
+    this.#count(b, now, false);
     if (!probe) return;
-    if (++this.#probeRun >= this.#probeSuccesses) {
-      this.#probeRun = 0;
-      this.#cooldownMs = this.#baseCooldownMs;
-      this.#calls.fill(0);
-      this.#fails.fill(0);
-      this.#transition('closed', now);
+    if (++b.probeRun >= this.#probeSuccesses) {
+      b.probeRun = 0;
+      b.cooldownMs = this.#baseCooldownMs;
+      b.calls.fill(0);
+      b.fails.fill(0);
+      this.#transition(b, 'closed', now);
     }
   }
 
-  #failed(now: number, probe: boolean): void {
-    this.failingSince ??= now;
-    this.#consecutive++;
-    this.#count(now, true);
+  #failed(b: Breaker, now: number, probe: boolean): void {
+    b.failingSince ??= now;
+    b.consecutive++;
+    this.#count(b, now, true);
     if (probe) {
-      this.#probeRun = 0;
-      this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#maxCooldownMs);
-      this.#openedAt = now;
-      this.#transition('open', now);
+      b.probeRun = 0;
+      b.cooldownMs = Math.min(b.cooldownMs * 2, this.#maxCooldownMs);
+      b.openedAt = now;
+      this.#transition(b, 'open', now);
       return;
     }
-    if (this.#state !== 'closed') return;
-    const { calls, fails } = this.#totals();
-    if (calls >= this.#minimumCalls ? fails >= calls * this.#rate : this.#consecutive >= this.#threshold) {
-      this.#openedAt = now;
-      this.#transition('open', now);
+    if (b.state !== 'closed') return;
+    const { calls, fails } = this.#totals(b);
+    if (calls >= this.#minimumCalls ? fails >= calls * this.#rate : b.consecutive >= this.#threshold) {
+      b.openedAt = now;
+      this.#transition(b, 'open', now);
     }
   }
 
   /** Moves the window's current slot forward to `now`, clearing the slots it passes. */
-  #roll(now: number): void {
-    const steps = Math.floor((now - this.#slotStart) / this.#slotMs);
+  #roll(b: Breaker, now: number): void {
+    const steps = Math.floor((now - b.slotStart) / this.#slotMs);
     if (steps <= 0) return;
     for (let i = 0; i < Math.min(steps, SLOTS); i++) {
-      this.#slot = (this.#slot + 1) % SLOTS;
-      this.#calls[this.#slot] = 0;
-      this.#fails[this.#slot] = 0;
+      b.slot = (b.slot + 1) % SLOTS;
+      b.calls[b.slot] = 0;
+      b.fails[b.slot] = 0;
     }
-    this.#slotStart += steps * this.#slotMs;
+    b.slotStart += steps * this.#slotMs;
   }
 
-  #count(now: number, failed: boolean): void {
-    if (now < this.#slotStart) now = this.#slotStart;
-    if (this.#slotStart === 0) this.#slotStart = now;
-    this.#roll(now);
-    this.#calls[this.#slot] = (this.#calls[this.#slot] as number) + 1;
-    if (failed) this.#fails[this.#slot] = (this.#fails[this.#slot] as number) + 1;
+  #count(b: Breaker, now: number, failed: boolean): void {
+    if (now < b.slotStart) now = b.slotStart;
+    if (b.slotStart === 0) b.slotStart = now;
+    this.#roll(b, now);
+    b.calls[b.slot] = (b.calls[b.slot] as number) + 1;
+    if (failed) b.fails[b.slot] = (b.fails[b.slot] as number) + 1;
   }
 
-  #totals(): { calls: number; fails: number } {
+  #totals(b: Breaker): { calls: number; fails: number } {
     let calls = 0;
     let fails = 0;
     for (let i = 0; i < SLOTS; i++) {
-      calls += this.#calls[i] as number;
-      fails += this.#fails[i] as number;
+      calls += b.calls[i] as number;
+      fails += b.fails[i] as number;
     }
     return { calls, fails };
   }
 
-  #transition(to: BreakerState, now: number): void {
-    const from = this.#state;
-    this.#state = to;
+  #transition(b: Breaker, to: BreakerState, now: number): void {
+    const from = b.state;
+    b.state = to;
     if (breakerChannel.hasSubscribers) {
-      const { calls, fails } = this.#totals();
-      breakerChannel.publish({ store: this.name, kind: this.store.kind, from, to, now, failureRate: calls === 0 ? 0 : fails / calls, calls });
+      const { calls, fails } = this.#totals(b);
+      breakerChannel.publish({ store: this.name, kind: this.store.kind, from, to, now, failureRate: calls === 0 ? 0 : fails / calls, calls, node: b.node });
     }
   }
 }

@@ -145,6 +145,21 @@ export interface Store {
    */
   reconnect?(): boolean;
   /**
+   * The failure domains a call for `ops` goes to: for a Redis Cluster, the
+   * master node (`'host:port'`) of each op's slot. With it the limiter keeps
+   * a breaker per domain, so one unreachable node sends to their fail mode
+   * only the checks that need it. Undefined (or empty): the store is one
+   * failure domain. Optional; must be cheap and must not throw.
+   */
+  readonly domains?: ((ops: readonly StoreOp[]) => readonly string[] | undefined) | undefined;
+  /**
+   * After a call for `ops` failed, the domains among `domains(ops)` that did
+   * answer (their part of the call succeeded): the failure is not counted
+   * against them. Optional; without it, every domain the call touched counts
+   * the failure.
+   */
+  readonly answered?: ((ops: readonly StoreOp[]) => readonly string[]) | undefined;
+  /**
    * `keySlots`: maps a (bounded) key to the key of its slot among `slots`,
    * with this store's keyed hash, so every process that shares the store
    * puts a key in the same slot. Optional; without it the limiter uses an

@@ -35,6 +35,8 @@ interface StoreCounts {
   readonly label: string;
   readonly errors: Float64Array;
   breaker: BreakerState | undefined;
+  /** The last state of each of the store's breakers ('' for its own, else a node's). */
+  readonly nodes: Map<string, BreakerState>;
 }
 
 function limitCounts(label: string): LimitCounts {
@@ -42,7 +44,7 @@ function limitCounts(label: string): LimitCounts {
 }
 
 function storeCounts(label: string): StoreCounts {
-  return { label, errors: new Float64Array(STORE_ERROR_KINDS.length), breaker: undefined };
+  return { label, errors: new Float64Array(STORE_ERROR_KINDS.length), breaker: undefined, nodes: new Map() };
 }
 
 /** Called with each store call's duration, for the histogram bindings. */
@@ -58,6 +60,7 @@ interface StoreErrorMessage {
 interface BreakerMessage {
   readonly store: string;
   readonly to: BreakerState;
+  readonly node?: string | undefined;
 }
 interface LimitMessage {
   readonly limit: string;
@@ -97,7 +100,12 @@ export class MetricsTally {
       s.errors[i] = (s.errors[i] as number) + 1;
     });
     this.#on(CHANNELS.breaker, (m: BreakerMessage) => {
-      this.#store(m.store).breaker = m.to;
+      const s = this.#store(m.store);
+      // A store with per-node breakers (a Redis Cluster) is open while any of its nodes is.
+      s.nodes.set(m.node ?? '', m.to);
+      let worst: BreakerState = 'closed';
+      for (const state of s.nodes.values()) if (state === 'open' || (state === 'half-open' && worst === 'closed')) worst = state;
+      s.breaker = worst;
     });
     this.#on(CHANNELS.fallback, (m: LimitMessage) => {
       this.#limit(m.limit).fallback++;

@@ -57,10 +57,43 @@ export interface ScriptRunner {
    * come; node-redis (which has no reconnect call) `destroy()` and then
    * `connect()`. Only for a standalone client that reports itself ready
    * (ioredis `status === 'ready'`, node-redis `isReady`): one that is not is
-   * already reconnecting. Returns whether it did; never throws.
+   * already reconnecting; except that an ioredis connect still pending is
+   * abandoned, so that it is tried again at once rather than after the
+   * kernel's next SYN retransmission. Returns whether it did; never throws.
    */
   reconnect(): boolean;
+  /**
+   * A Cluster: the master that serves `slot` as the client knows it now
+   * (`'host:port'`; ioredis `slots[slot][0]`, node-redis
+   * `slots[slot].master.address`), or undefined when the client does not
+   * know yet. Always undefined on a standalone client.
+   */
+  nodeOf(slot: number): string | undefined;
 }
+
+/** ioredis Cluster: `slots[slot]` lists the node keys serving it, the master first. */
+function ioredisNodeOf(c: object): (slot: number) => string | undefined {
+  return (slot) => {
+    const slots = (c as { slots?: unknown }).slots;
+    if (!Array.isArray(slots)) return undefined;
+    const nodes: unknown = slots[slot];
+    const master: unknown = Array.isArray(nodes) ? nodes[0] : undefined;
+    return typeof master === 'string' ? master : undefined;
+  };
+}
+
+/** node-redis cluster: `slots[slot].master.address`. */
+function nodeRedisNodeOf(c: object): (slot: number) => string | undefined {
+  return (slot) => {
+    const slots = (c as { slots?: unknown }).slots;
+    if (!Array.isArray(slots)) return undefined;
+    const shard = slots[slot] as { master?: { address?: unknown } } | undefined;
+    const address = shard?.master?.address;
+    return typeof address === 'string' ? address : undefined;
+  };
+}
+
+const noNode = (): undefined => undefined;
 
 type Loader = (text: string) => Promise<unknown>;
 
@@ -126,9 +159,23 @@ function quietly(f: () => unknown): boolean {
   }
 }
 
-/** ioredis: `disconnect(true)`, and the old socket destroyed at once. */
+/**
+ * ioredis: `disconnect(true)`, and the old socket destroyed at once. A
+ * connect still pending (status `connecting`, its socket not connected:
+ * behind a partition its SYNs go unanswered) is abandoned by destroying its
+ * socket, and ioredis tries again by its retryStrategy: otherwise it waits
+ * out `connectTimeout` (10 s by default) while the kernel spaces its SYN
+ * retransmissions 1, 2 and 4 s apart, and reconnects up to 4 s after the
+ * network heals.
+ */
 function reconnectIoredis(c: object): boolean {
-  if ((c as { status?: unknown }).status !== 'ready') return false;
+  const status = (c as { status?: unknown }).status;
+  if (status === 'connecting') {
+    const stream = (c as { stream?: { connecting?: unknown } }).stream;
+    const destroy = stream?.connecting === true ? method(stream, 'destroy') : undefined;
+    return destroy !== undefined && quietly(() => destroy());
+  }
+  if (status !== 'ready') return false;
   const disconnect = method(c, 'disconnect');
   if (disconnect === undefined) return false;
   const stream = (c as { stream?: unknown }).stream;
@@ -234,6 +281,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener),
       reconnect: () => !isCluster && reconnectIoredis(c),
+      nodeOf: isCluster ? ioredisNodeOf(c) : noNode,
     };
   }
   if (hasMethod(client, 'evalSha') && hasMethod(client, 'eval')) {
@@ -255,6 +303,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener, () => ending.self),
       reconnect: () => !isCluster && reconnectNodeRedis(c, ending),
+      nodeOf: isCluster ? nodeRedisNodeOf(c) : noNode,
     };
   }
   throw new ConfigError('RC_INVALID_OPTION', 'redisStore.client', 'expected an ioredis or node-redis client: it has neither evalsha (ioredis) nor evalSha (node-redis)');

@@ -60,6 +60,21 @@ export class RedisStore implements Store {
   readonly #decidedAt = new WeakMap<StoreOp, number>();
   /** Most checks per script call; 1 when batching is off or on a Cluster. */
   readonly #maxChecks: number;
+  /**
+   * A Cluster: the master nodes a call for `ops` goes to (`'host:port'`, as
+   * the client's slot table has them now), so that the limiter keeps a
+   * breaker per master and one unreachable master sends to their fail mode
+   * only the checks whose keys live on it. Undefined on a standalone server
+   * (one failure domain, one breaker), and when the client does not know a
+   * slot's master yet.
+   */
+  readonly domains: ((ops: readonly StoreOp[]) => readonly string[] | undefined) | undefined;
+  /** A Cluster: after a failed call for `ops`, the masters whose part of it answered. */
+  readonly answered: ((ops: readonly StoreOp[]) => readonly string[]) | undefined;
+  /** A Cluster: each call's state keys, computed once for `domains` and `evaluate`. */
+  readonly #keys = new WeakMap<readonly StoreOp[], string[]>();
+  /** A Cluster: the masters that answered their part of a call (read by `answered` after a failure). */
+  readonly #answered = new WeakMap<readonly StoreOp[], string[]>();
   #queue: Queued[] = [];
   #flushScheduled = false;
   readonly #flushTick = (): void => {
@@ -108,6 +123,13 @@ export class RedisStore implements Store {
       throw new ConfigError('RC_INVALID_OPTION', 'redisStore.onDeadConnection', `must be 'reconnect' or 'report', got ${JSON.stringify(onDead)}`);
     }
     this.onDeadConnection = onDead;
+    if (this.#runner.cluster) {
+      this.domains = (ops) => this.#domains(ops);
+      this.answered = (ops) => this.#answered.get(ops) ?? [];
+    } else {
+      this.domains = undefined;
+      this.answered = undefined;
+    }
     this.#maxChecks = this.#runner.cluster ? 1 : batchSize(options.batch, this.#runner.flavour === 'node-redis' ? REDIS_STORE_DEFAULTS.maxChecksNodeRedis : REDIS_STORE_DEFAULTS.maxChecks);
   }
 
@@ -141,10 +163,33 @@ export class RedisStore implements Store {
     return stateKey(this.prefix, limitId, key, this.#secret);
   }
 
+  /** The state keys of `ops` (on a Cluster computed once per call, shared with `domains`). */
+  #keysOf(ops: readonly StoreOp[]): string[] {
+    let keys = this.#keys.get(ops);
+    if (keys === undefined) {
+      keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+      this.#keys.set(ops, keys);
+    }
+    return keys;
+  }
+
+  #domains(ops: readonly StoreOp[]): readonly string[] | undefined {
+    const keys = this.#keysOf(ops);
+    const prefix = this.#runner.clientKeyPrefix;
+    let names: string[] | undefined;
+    for (const k of keys) {
+      const node = this.#runner.nodeOf(keySlot(prefix + k));
+      if (node === undefined) return undefined;
+      if (names === undefined) names = [node];
+      else if (!names.includes(node)) names.push(node);
+    }
+    return names;
+  }
+
   async evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
     const n = ops.length;
     if (n === 0) return [];
-    const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+    const keys = this.#runner.cluster ? this.#keysOf(ops) : ops.map((op) => this.keyFor(op.limit.id, op.key));
     const at = this.#clientNow(now);
     if (this.#maxChecks > 1) {
       return new Promise<StoreOpResult[]>((resolve, reject) => {
@@ -385,6 +430,7 @@ export class RedisStore implements Store {
         const gOps = idx.map((i) => ops[i] as StoreOp);
         const gKeys = idx.map((i) => keys[i] as string);
         const reply = decodeChainReply(await this.#runner.run(chainScript, gKeys, chainArgs(gOps, at, this.#graceMs, true)), gOps, at, true);
+        this.#answer(ops, keys[idx[0] as number] as string);
         idx.forEach((i, j) => {
           out[i] = reply.results[j];
           decidedAt[i] = reply.now;
@@ -406,6 +452,15 @@ export class RedisStore implements Store {
     return results.map((r, i) =>
       give(i) ? { allowed: true, consumed: false, remaining: r.peekRemaining, resetMs: r.peekResetMs, retryAfterMs: 0, delayMs: 0, decidedAt: decidedAt[i] } : strip(r, decidedAt[i] as number),
     );
+  }
+
+  /** Notes that the master serving `key` answered its part of the call for `ops`. */
+  #answer(ops: readonly StoreOp[], key: string): void {
+    const node = this.#runner.nodeOf(keySlot(this.#runner.clientKeyPrefix + key));
+    if (node === undefined) return;
+    const seen = this.#answered.get(ops);
+    if (seen === undefined) this.#answered.set(ops, [node]);
+    else if (!seen.includes(node)) seen.push(node);
   }
 
   async #compensate(ops: readonly StoreOp[], keys: readonly string[], decidedAt: ReadonlyArray<number | undefined>, pick: (i: number) => boolean): Promise<void> {
