@@ -67,21 +67,21 @@ export default tseslint.config(
   // The host every server plugs into: it knows no front end (serve, rls, decide) and no command.
   ...layer('packages/cli/src/host/**/*.ts', ['serve', 'rls', 'decide', 'cli', 'contract']),
   {
-    // Unit tests run without Redis: only test/redis, test/faults, test/load and test/service (spawned services) may start redis-server or talk to it.
+    // Unit tests run without Redis: only test/integration, test/smoke (its one Redis smoke test), test/faults and test/load may start redis-server or talk to it.
     files: ['test/**/*.ts'],
-    ignores: ['test/integration/**', 'test/faults/**', 'test/load/**', 'test/browser/**'],
+    ignores: ['test/integration/**', 'test/smoke/**', 'test/faults/**', 'test/load/**', 'test/browser/**'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           paths: [
-            { name: 'ioredis', message: 'Unit tests run without Redis: a test that needs a Redis client belongs under test/redis, test/faults or test/load.' },
-            { name: 'redis', message: 'Unit tests run without Redis: a test that needs a Redis client belongs under test/redis, test/faults or test/load.' },
+            { name: 'ioredis', message: 'Unit tests run without Redis: a test that needs a Redis client belongs under test/integration/redis (or test/smoke, test/faults, test/load).' },
+            { name: 'redis', message: 'Unit tests run without Redis: a test that needs a Redis client belongs under test/integration/redis (or test/smoke, test/faults, test/load).' },
           ],
           patterns: [
             {
               group: ['**/redis/helpers/*', '**/faults/helpers*', '**/load/fixtures/*'],
-              message: 'Unit tests run without Redis: a test that starts redis-server belongs under test/redis, test/faults or test/load.',
+              message: 'Unit tests run without Redis: a test that starts redis-server belongs under test/integration/redis (or test/smoke, test/faults, test/load).',
             },
           ],
         },

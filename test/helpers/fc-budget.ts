@@ -11,6 +11,7 @@ import {
   type AlgorithmParams,
   type AlgorithmResult,
 } from '../../packages/ratecontract/src/index.js';
+import { FULL_BUDGETS } from './tier.js';
 
 /** Every algorithm, leaky-bucket in both modes: `[label, algorithm, queue]`. */
 export const ALGORITHM_CASES: ReadonlyArray<readonly [string, Algorithm<unknown>, boolean]> = [
@@ -24,14 +25,11 @@ export const ALGORITHM_CASES: ReadonlyArray<readonly [string, Algorithm<unknown>
   ['concurrency', concurrency, false],
 ];
 
-/** True on CI (`CI=true`), where property tests get a larger budget. */
-export const IN_CI = process.env.CI === 'true';
-
 /** Options of `fcBudget`. */
 export interface BudgetOptions {
-  /** Runs locally (CI runs 5x as many). Default 200. */
+  /** Runs in the everyday suite (`npm test`); `npm run test:full` runs 5x as many. Default 200. */
   readonly runs?: number;
-  /** Wall-clock budget in ms locally (CI gets 3x). Default 3000. */
+  /** Wall-clock budget in ms in the everyday suite; the full one gets 3x. Default 3000. */
   readonly ms?: number;
   /**
    * Fewest runs an interrupted property may pass on. Default 20 (or `runs`
@@ -43,7 +41,8 @@ export interface BudgetOptions {
 /**
  * fast-check settings with a time budget: `numRuns` is the target, and
  * `interruptAfterTimeLimit` stops a slow property early, so the algorithm
- * suite stays within ~60 s locally and ~120 s in CI on two cores. An
+ * suite stays within ~60 s in `npm test` and ~120 s in `npm run test:full`
+ * (`RC_TEST_TIER=full`, tier.ts: 5x the runs, 3x the time) on two cores. An
  * interrupted property passes on the runs it did, if it did at least
  * `minRuns` (a plugin fails it otherwise, so a starved run cannot pass on
  * nothing); the properties that must meet a case (rejections, releases,
@@ -61,13 +60,13 @@ export function fcBudget<T = unknown>(options: BudgetOptions = {}): Parameters<T
       if (process.env.FC_LOG_RUNS === '1') console.log(`FC_RUNS ${details.numRuns} interrupted=${String(details.interrupted)}`);
       // A failure is reported as usual; only a passing run that did too few cases is turned into a failure.
       if (!details.failed && details.numRuns < minRuns) {
-        throw new Error(`property starved: ${details.numRuns} runs within its ${IN_CI ? ms * 3 : ms} ms budget, fewer than the ${minRuns} it needs to mean anything`);
+        throw new Error(`property starved: ${details.numRuns} runs within its ${FULL_BUDGETS ? ms * 3 : ms} ms budget, fewer than the ${minRuns} it needs to mean anything`);
       }
     },
   });
   return {
-    numRuns: IN_CI ? runs * 5 : runs,
-    interruptAfterTimeLimit: IN_CI ? ms * 3 : ms,
+    numRuns: FULL_BUDGETS ? runs * 5 : runs,
+    interruptAfterTimeLimit: FULL_BUDGETS ? ms * 3 : ms,
     markInterruptAsFailure: false,
     plugins: [starvation],
     ...(seed !== undefined && seed !== '' ? { seed: Number(seed) } : {}),

@@ -20,8 +20,9 @@ import { batchArgs, decodeBatchReply, type ChainCall } from '../../../packages/r
 import { decodeState } from '../../../packages/ratecontract/src/stores/redis/state-codec.js';
 import { chainScript } from '../../../packages/ratecontract/src/stores/redis/scripts.generated.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
+import { FULL_BUDGETS } from '../../helpers/tier.js';
 
-const BUDGET_MS = Math.floor(Number(process.env.RC_PROPERTY_BUDGET_MS ?? (process.env.CI === 'true' ? 30_000 : 12_000)) / 4);
+const BUDGET_MS = Math.floor(Number(process.env.RC_PROPERTY_BUDGET_MS ?? (FULL_BUDGETS ? 30_000 : 12_000)) / 4);
 const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 const raw = (): Redis => ioredis().client as Redis;
 const GRACE_MS = 3_600_000;

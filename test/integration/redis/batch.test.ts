@@ -5,7 +5,7 @@
  *
  * The property compares a batched Redis limiter (client-time mode, a manual
  * clock) with a memory-store limiter that gets the same checks sequentially.
- * Time-budgeted: RC_PROPERTY_BUDGET_MS / 2 (default 6 s locally, 15 s in CI).
+ * Time-budgeted: RC_PROPERTY_BUDGET_MS / 2 (default 6 s, 15 s with RC_TEST_TIER=full).
  */
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
@@ -14,8 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, createLimiter, ManualClock, memoryStore, type AlgorithmName, type Decision, type LimitDefinition } from '../../../packages/ratecontract/src/index.js';
 import { redisStore } from '../../../packages/ratecontract/src/stores/redis/index.js';
 import { connectStandalone, useStandaloneIoredis } from './helpers/clients.js';
+import { FULL_BUDGETS } from '../../helpers/tier.js';
 
-const BUDGET_MS = Math.floor(Number(process.env.RC_PROPERTY_BUDGET_MS ?? (process.env.CI === 'true' ? 30_000 : 12_000)) / 2);
+const BUDGET_MS = Math.floor(Number(process.env.RC_PROPERTY_BUDGET_MS ?? (FULL_BUDGETS ? 30_000 : 12_000)) / 2);
 const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 const raw = (): Redis => ioredis().client as Redis;
 

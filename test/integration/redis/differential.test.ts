@@ -5,7 +5,7 @@
  * identical stored state; then the same at quota magnitudes (limits up to
  * 10^12, windows up to 366 days, beyond 2^49), in client time and in server
  * time. Time-budgeted: RC_PROPERTY_BUDGET_MS for each of the first two
- * groups (default 12 s, 30 s when CI=true), split across the algorithms,
+ * groups (default 12 s, 30 s with RC_TEST_TIER=full: npm run test:full), split across the algorithms,
  * and half that for the server-time group.
  */
 import { randomBytes } from 'node:crypto';
@@ -18,9 +18,10 @@ import { redisStore } from '../../../packages/ratecontract/src/stores/redis/inde
 import { decodeState, encodeState } from '../../../packages/ratecontract/src/stores/redis/state-codec.js';
 import { ADVERSARIAL_SLIDING, quotaParamsArb } from '../../helpers/fc-budget.js';
 import { useStandaloneIoredis } from './helpers/clients.js';
+import { FULL_BUDGETS } from '../../helpers/tier.js';
 import type { Redis } from 'ioredis';
 
-const BUDGET_MS = Number(process.env.RC_PROPERTY_BUDGET_MS ?? (process.env.CI === 'true' ? 30_000 : 12_000));
+const BUDGET_MS = Number(process.env.RC_PROPERTY_BUDGET_MS ?? (FULL_BUDGETS ? 30_000 : 12_000));
 const VARIANTS: ReadonlyArray<{ algorithm: AlgorithmName; queue?: boolean }> = [
   { algorithm: 'fixed-window' },
   { algorithm: 'sliding-window' },

@@ -22,10 +22,11 @@ import { decodePeekReply, peekArgs } from '../../../packages/ratecontract/src/st
 import { decodeState } from '../../../packages/ratecontract/src/stores/redis/state-codec.js';
 import { peekScript } from '../../../packages/ratecontract/src/stores/redis/scripts.generated.js';
 import { fcBudget } from '../../helpers/fc-budget.js';
+import { FULL_BUDGETS } from '../../helpers/tier.js';
 import { connectCluster, connectStandalone, type TestClient } from './helpers/clients.js';
 import { freePort, redisCli, startCluster, startRedis, type RedisClusterServers, type RedisServer } from './helpers/redis-server.js';
 
-const BUDGET_MS = Number(process.env.RC_PROPERTY_BUDGET_MS ?? (process.env.CI === 'true' ? 30_000 : 12_000)) / 2;
+const BUDGET_MS = Number(process.env.RC_PROPERTY_BUDGET_MS ?? (FULL_BUDGETS ? 30_000 : 12_000)) / 2;
 const ALGOS: ReadonlyArray<{ algorithm: AlgorithmName; queue?: boolean }> = [
   { algorithm: 'fixed-window' },
   { algorithm: 'sliding-window' },

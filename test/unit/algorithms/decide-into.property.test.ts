@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { figures, type Figures } from '../../../packages/ratecontract/src/algorithms/types.js';
 import { memoryStore, runChain, type AlgorithmResult, type LimitDefinition, type StoreOp } from '../../../packages/ratecontract/src/index.js';
 import { compileLimit } from '../../../packages/ratecontract/src/core/compile.js';
+import { expectEqual } from '../../helpers/cheap-expect.js';
 import { ALGORITHM_CASES, advance, deepFreeze, fcBudget, largeParamsArb, paramsArb, quotaParamsArb, trafficArb, type Traffic } from '../../helpers/fc-budget.js';
 
 const cases = ALGORITHM_CASES;
@@ -43,18 +44,18 @@ describe.each(cases)('%s: decideInto (the memory store\'s in-place step) is deci
       const before = copy(stored);
       const next = algo.decideInto(stored, now, step.cost, p, out, into, leaseId);
       // Identical figures and an identical state (deeply) to the pure decision.
-      expect(figuresOf(out)).toEqual(figuresOf(r));
-      expect(next).toEqual(r.state);
+      expectEqual(figuresOf(out), figuresOf(r));
+      expectEqual(next, r.state);
       if (r.allowed && step.cost > 0) {
         if (IN_PLACE.has(algo.name) && into !== undefined && next !== undefined) expect(next).toBe(into);
         pure = r.state;
         stored = next;
       } else {
         // Not admitted (or a peek): the stored state is untouched.
-        expect(stored).toEqual(before);
+        expectEqual(stored, before);
         if (!r.allowed) rejected++;
       }
-      expect(stored).toEqual(pure);
+      expectEqual(stored, pure);
       lastRetry = r.retryAfterMs;
     });
     return rejected;

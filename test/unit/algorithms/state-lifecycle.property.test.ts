@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fixedWindow, type Algorithm, type AlgorithmParams, type AlgorithmResult } from '../../../packages/ratecontract/src/index.js';
+import { expectEqual } from '../../helpers/cheap-expect.js';
 import { ALGORITHM_CASES, drive, fcBudget, paramsArb, quotaParamsArb, trafficArb } from '../../helpers/fc-budget.js';
 
 const cases = ALGORITHM_CASES;
@@ -59,7 +60,7 @@ describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
           const e = algo.expiresAt(s, p);
           expect(e).toBeGreaterThan(d.now);
           // At expiresAt the state answers every request exactly like no state at all...
-          expect(answers(algo, s, e, p)).toEqual(answers(algo, undefined, e, p));
+          expectEqual(answers(algo, s, e, p), answers(algo, undefined, e, p));
           // ... and 1 ms earlier it still shows.
           expect(seen(algo.decide(s, e - 1, 0, p))).not.toEqual(seen(algo.decide(undefined, e - 1, 0, p)));
         }
@@ -75,7 +76,7 @@ describe.each(cases)('%s: state lifecycle', (_label, algo, queue) => {
         for (const d of drive(algo, traffic)) {
           if (!d.result.allowed || d.cost === 0 || d.result.state === undefined) continue;
           const back = algo.refund(d.result.state, d.now, d.cost, p, d.leaseId);
-          expect(answers(algo, back, d.now, p)).toEqual(answers(algo, d.before, d.now, p));
+          expectEqual(answers(algo, back, d.now, p), answers(algo, d.before, d.now, p));
         }
       }),
       fcBudget(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, formatUsage, integerOption, parseCommandArgs, runCommand, type Command, type ParsedArgs } from '../../../packages/cli/src/cli/args.js';
+import { ArgumentError, formatUsage, integerOption, parseCommandArgs, processIo, runCommand, type Command, type ParsedArgs } from '../../../packages/cli/src/cli/args.js';
 
 let ran: ParsedArgs | undefined;
 
@@ -92,8 +92,8 @@ describe('parseCommandArgs', () => {
   });
 
   it('a value error thrown by a command is tied to that command for its usage', async () => {
-    await expect(runCommand(demo, ['--count', '12'])).rejects.toMatchObject({ message: '--count must be an integer from 1 to 9, got "12"', command: demo });
-    expect(await runCommand(demo, ['--count', '7'])).toBe(1);
+    await expect(runCommand(demo, ['--count', '12'], processIo())).rejects.toMatchObject({ message: '--count must be an integer from 1 to 9, got "12"', command: demo });
+    expect(await runCommand(demo, ['--count', '7'], processIo())).toBe(1);
     expect(ran?.values.count).toBe('7');
   });
 });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, STACK_LINE } from './helpers.js';
 
 /**
- * The command line as a user meets it, spawned: every subcommand refuses an
+ * The command line as a user meets it (the CLI's run, in-process): every subcommand refuses an
  * unknown option and a stray argument in the same words (from
  * src/cli/args.ts), hints the option a near-miss meant, and the commands
  * that read one contract take it as an argument.

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, STACK_LINE } from './helpers.js';
 
 /**
- * `audit --fail-on`, spawned as CI runs it: exit 1 when a change weakens
+ * `audit --fail-on`, as CI runs it (in-process; the spawned exit status is in test/integration/cli): exit 1 when a change weakens
  * the contract (or when anything changed, or on a warning), on top of the
  * error findings that always exit 1.
  */

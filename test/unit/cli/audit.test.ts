@@ -1,29 +1,18 @@
-import { execFile } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CLI_MAIN } from '../../helpers/paths.js';
 import { describe, expect, it } from 'vitest';
 import { auditContract, type AuditReport, type AuditRow } from '../../../packages/cli/src/contract/audit.js';
 import { parseConfig } from '../../../packages/ratecontract/src/config/index.js';
+import { runCli, type CliRun } from './helpers.js';
 
-const bin = CLI_MAIN;
 const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
+/** `ratecontract ...args` in-process (helpers.ts), from the fixtures folder; the spawned command's exit codes are in test/integration/cli. */
+function run(...args: string[]): Promise<CliRun> {
+  return runCli(args, { cwd: dir });
 }
 
-function run(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: dir, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-  });
-}
-
-async function auditJson(...args: string[]): Promise<{ code: number; report: AuditReport & { changes?: { kind: string; subject: string; weakens: boolean }[] } }> {
+async function auditJson(...args: string[]): Promise<{ code: number | null; report: AuditReport & { changes?: { kind: string; subject: string; weakens: boolean }[] } }> {
   const r = await run('audit', '--json', ...args);
   expect(r.stderr).toBe('');
   return { code: r.code, report: JSON.parse(r.stdout) as AuditReport };
@@ -37,7 +26,7 @@ const corpus = readdirSync(`${dir}audit`)
     return { name, expected };
   });
 
-describe('ratecontract audit findings: one fixture per finding, pinned by code (built CLI)', () => {
+describe('ratecontract audit findings: one fixture per finding, pinned by code (the CLI\'s run)', () => {
   it('covers every finding code', () => {
     const codes = new Set(corpus.flatMap((c) => c.expected.map((e) => e.split(' ')[0])));
     expect([...codes].sort()).toEqual([

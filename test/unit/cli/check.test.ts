@@ -1,30 +1,18 @@
-import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI_MAIN } from '../../helpers/paths.js';
 import { describe, expect, it } from 'vitest';
+import { runCli, type CliRun } from './helpers.js';
 
-const bin = CLI_MAIN;
 const fixtures = fileURLToPath(new URL('../config/fixtures/', import.meta.url));
 
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
+/** `ratecontract ...args` in-process (helpers.ts), from the config fixtures; the spawned command is in test/integration/cli. */
+function run(...args: string[]): Promise<CliRun> {
+  return runCli(args, { cwd: fixtures });
 }
 
-/** Runs the built CLI as a user would (`npm run build` first). */
-function run(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: fixtures, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-  });
-}
-
-describe('ratecontract check (built CLI)', () => {
+describe('ratecontract check (the CLI\'s run)', () => {
   it('a valid file: exit 0 and a one-line summary', async () => {
     const r = await run('check', '--config', 'good/issue-example.yaml');
     expect(r).toEqual({

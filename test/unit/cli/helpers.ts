@@ -1,9 +1,5 @@
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { CLI_MAIN } from '../../helpers/paths.js';
-
-/** The built CLI, as `npx ratecontract` runs it (`npm run build` makes it; `npm test` builds first). */
-export const BIN = CLI_MAIN;
+import { PassThrough } from 'node:stream';
+import { run } from '../../../packages/cli/src/cli/run.js';
 
 /** What one run of the CLI did. */
 export interface CliRun {
@@ -12,19 +8,44 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-/** Runs `node dist/cli/main.js ...args` as a user would, with `input` on stdin; never rejects on a non-zero exit. */
-export function runCli(args: readonly string[], options: { readonly input?: string | Buffer; readonly cwd?: string } = {}): Promise<CliRun> {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build`);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
-  });
+/** Options of `runCli`. */
+export interface RunOptions {
+  /** Bytes on stdin (what `-` reads). Default: empty. */
+  readonly input?: string | Buffer;
+  /** The working directory relative paths resolve against during the run. Default: this process's. */
+  readonly cwd?: string;
+}
+
+/**
+ * Runs `ratecontract ...args` in this process: the CLI's own entry (`run`,
+ * the function packages/cli/src/cli/main.ts calls with the process's
+ * arguments and streams), with `input` on its stdin and its stdout and
+ * stderr collected. What only a process can show (its exit status, a pipe,
+ * the built files, its memory) is tested on the spawned command in
+ * test/integration/cli. Never rejects on a non-zero exit.
+ *
+ * `cwd` changes this process's directory for the run and restores it
+ * after (vitest runs each file in its own forked process, and a file's
+ * tests one at a time).
+ */
+export async function runCli(args: readonly string[], options: RunOptions = {}): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const stdin = new PassThrough();
+  stdin.end(options.input ?? '');
+  const io = {
+    stdin,
+    stdout: { write: (text: string): boolean => ((stdout += text), true) },
+    stderr: { write: (text: string): boolean => ((stderr += text), true) },
+  };
+  const before = process.cwd();
+  if (options.cwd !== undefined) process.chdir(options.cwd);
+  try {
+    const code = await run(args, io);
+    return { code, stdout, stderr };
+  } finally {
+    process.chdir(before);
+  }
 }
 
 /** A line of a stack trace, which the CLI must never print. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers.js';
 
-/** Counts the commands print, at 0, 1 and 2, spawned: "1 limit", never "1 limits". */
+/** Counts the commands print, at 0, 1 and 2 (the CLI's run, in-process): "1 limit", never "1 limits". */
 
 let dir = '';
 beforeAll(async () => {

@@ -3,7 +3,7 @@ import { runCli, STACK_LINE, type CliRun } from './helpers.js';
 import { combinedLine, jsonLine, scratch, T0, type Report, type Req } from './replay-helpers.js';
 
 /**
- * `ratecontract replay`, spawned as a user runs it, on logs whose answer is
+ * `ratecontract replay` (the CLI's run, in-process), on logs whose answer is
  * known by construction: sliding-log limits (exactly N in any window), so a
  * key that sends N + k requests inside one window has exactly k rejected.
  */

@@ -5,7 +5,7 @@
  * exactly the fields `EVENT_FIELDS` declares for it.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CHANNELS, createLimiter, EVENT_FIELDS, ManualClock, memoryStore, type Store, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
 
 const T0 = 1_700_000_000_000;
@@ -50,7 +50,8 @@ for (const key of Object.keys(CHANNELS) as Array<keyof typeof CHANNELS>) {
 afterEach(() => {
   seen.length = 0;
 });
-process.on('exit', () => {
+// The subscriptions end with this file: a worker may run other files after it (npm test keeps modules across files).
+afterAll(() => {
   for (const [name, fn] of subscriptions) unsubscribe(name, fn);
 });
 

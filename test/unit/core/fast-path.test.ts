@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, ManualClock, memoryStore, type AlgorithmName, type Decision, type LimitDefinition, type MemoryStore, type SyncStore } from '../../../packages/ratecontract/src/index.js';
+import { FULL_BUDGETS } from '../../helpers/tier.js';
 
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'leaky-bucket', 'gcra'];
 
@@ -39,7 +40,7 @@ describe('the single-limit fast path decides exactly as the general chain path',
           }
         },
       ),
-      { numRuns: process.env.CI === 'true' ? 400 : 150 },
+      { numRuns: FULL_BUDGETS ? 400 : 150 },
     );
   });
 

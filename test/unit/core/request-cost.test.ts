@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CHANNELS, ConfigError, createLimiter, ManualClock, type LimitDefinition } from '../../../packages/ratecontract/src/index.js';
 
 const errors: unknown[] = [];
@@ -8,7 +8,8 @@ subscribe(CHANNELS.costError, onError);
 afterEach(() => {
   errors.length = 0;
 });
-process.on('exit', () => unsubscribe(CHANNELS.costError, onError));
+// The subscription ends with this file: a worker may run other files after it (npm test keeps modules across files).
+afterAll(() => unsubscribe(CHANNELS.costError, onError));
 
 interface Gql {
   readonly ip: string;

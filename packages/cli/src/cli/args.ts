@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { parseDuration } from 'ratecontract';
 import { closest } from 'ratecontract/internal';
@@ -7,14 +8,40 @@ import { closest } from 'ratecontract/internal';
  * The shared shape of every subcommand: it declares its options and usage
  * once, in a `Command`, and `runCommand` parses `argv` against it (with
  * `node:util` `parseArgs`), answers `--help` / `-h` with the usage on stdout,
- * and turns every mistake into an `ArgumentError` that `main.ts` prints to
+ * and turns every mistake into an `ArgumentError` that `run` (run.ts) prints to
  * stderr with the usage, exit code 2, never a stack trace. Every command's
  * unknown options and stray arguments are refused here, in one wording, with
  * a did-you-mean hint when an option is close.
  *
  * Adding a command: write `src/cli/<name>.ts` exporting a `Command`, add it
- * to `COMMANDS` in `main.ts`, which lists it in `ratecontract help` and runs it.
+ * to `COMMANDS` in `run.ts`, which lists it in `ratecontract help` and runs it.
+ * A command reads and writes through the `CommandIo` it is handed, never
+ * `process.stdout` itself, so that `run` works in-process as well as in the
+ * `ratecontract` process (`main.ts`).
  */
+
+/** Something a command writes text to: a process's stdout or stderr, or a test's buffer. */
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+/** Where a command reads (`-` for a log or a trace) and writes: the process's streams in `main.ts`, others in tests. */
+export interface CommandIo {
+  readonly stdin: Readable;
+  readonly stdout: TextSink;
+  readonly stderr: TextSink;
+}
+
+/** The process's own streams. `stdin` is looked up only when a command reads it (`-`). */
+export function processIo(): CommandIo {
+  return {
+    get stdin(): Readable {
+      return process.stdin;
+    },
+    stdout: process.stdout,
+    stderr: process.stderr,
+  };
+}
 
 /** One option of a command. Every option is long (`--name`); values are strings until the command checks them. */
 export interface OptionSpec {
@@ -50,13 +77,13 @@ export interface Command {
   readonly options: Readonly<Record<string, OptionSpec>>;
   /** Paragraphs printed after the options in `--help`. */
   readonly details?: string;
-  /** Runs the command with checked arguments; resolves to the exit code. */
-  run(args: ParsedArgs): Promise<number> | number;
+  /** Runs the command with checked arguments, reading and writing through `io`; resolves to the exit code. */
+  run(args: ParsedArgs, io: CommandIo): Promise<number> | number;
 }
 
 /**
  * A mistake on the command line: an unknown option, a missing or bad value.
- * `main.ts` prints `ratecontract <command>: <message>` and the command's
+ * `run` (run.ts) prints `ratecontract <command>: <message>` and the command's
  * usage to stderr and exits 2.
  */
 export class ArgumentError extends Error {
@@ -181,14 +208,14 @@ export function formatUsage(command: Command, brief = false): string {
 }
 
 /** Parses `argv` for `command`, prints its usage for `--help` (exit 0), else runs it. */
-export async function runCommand(command: Command, argv: readonly string[]): Promise<number> {
+export async function runCommand(command: Command, argv: readonly string[], io: CommandIo): Promise<number> {
   const parsed = parseCommandArgs(command, argv);
   if (parsed === 'help') {
-    process.stdout.write(formatUsage(command) + '\n');
+    io.stdout.write(formatUsage(command) + '\n');
     return 0;
   }
   try {
-    return await command.run(parsed);
+    return await command.run(parsed, io);
   } catch (error) {
     // Value checks deep in a command need not know which command they serve.
     if (error instanceof ArgumentError && error.command === undefined) throw new ArgumentError(error.message, command);

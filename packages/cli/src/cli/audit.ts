@@ -5,7 +5,7 @@ import { ConfigError } from 'ratecontract';
 import { formatDuration } from 'ratecontract';
 import { plural } from './plural.js';
 import { didYouMean } from 'ratecontract/internal';
-import { ArgumentError, EXIT_USAGE, flagOption, stringOption, type Command, type ParsedArgs } from './args.js';
+import { ArgumentError, EXIT_USAGE, flagOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { contractOption, loadContract } from './check.js';
 import { loadRlsConfig } from '../rls/config.js';
 import { auditRls, type RlsAudit } from '../rls/audit.js';
@@ -245,18 +245,18 @@ function failures(failOn: ReadonlySet<FailOn>, findings: readonly { severity: st
 }
 
 /** Exit 1 on an error finding or a met `--fail-on` condition (each named on stderr), else 0. */
-function verdict(failOn: ReadonlySet<FailOn>, findings: readonly { severity: string }[], changes?: readonly ContractChange[]): number {
+function verdict(io: CommandIo, failOn: ReadonlySet<FailOn>, findings: readonly { severity: string }[], changes?: readonly ContractChange[]): number {
   const met = failures(failOn, findings, changes);
-  for (const line of met) process.stderr.write(`ratecontract audit: ${line}\n`);
+  for (const line of met) io.stderr.write(`ratecontract audit: ${line}\n`);
   return findings.some((f) => f.severity === 'error') || met.length > 0 ? 1 : 0;
 }
 
-async function runAudit(parsed: ParsedArgs): Promise<number> {
+async function runAudit(parsed: ParsedArgs, io: CommandIo): Promise<number> {
   const args = auditRequest(parsed);
-  const out = (s: string): void => void process.stdout.write(s);
+  const out = (s: string): void => void io.stdout.write(s);
   const unreadable = (error: unknown): number => {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(error.message + '\n');
+    io.stderr.write(error.message + '\n');
     return EXIT_USAGE;
   };
   if (args.rls) {
@@ -267,7 +267,7 @@ async function runAudit(parsed: ParsedArgs): Promise<number> {
       return unreadable(error);
     }
     out(args.format === 'json' ? JSON.stringify(audit, null, 2) + '\n' : renderRls(audit));
-    return verdict(args.failOn, audit.findings);
+    return verdict(io, args.failOn, audit.findings);
   }
   let config: RateContractConfig;
   let old: RateContractConfig | undefined;
@@ -282,5 +282,5 @@ async function runAudit(parsed: ParsedArgs): Promise<number> {
   if (args.format === 'json') out(JSON.stringify({ ...report, ...(changes !== undefined && { against: old?.file, changes }) }, null, 2) + '\n');
   else if (args.format === 'markdown') out(renderMarkdown(report, changes));
   else out(renderText(report, changes));
-  return verdict(args.failOn, report.findings, changes);
+  return verdict(io, args.failOn, report.findings, changes);
 }

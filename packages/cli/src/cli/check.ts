@@ -3,7 +3,7 @@ import { demoConfig } from '../contract/demo.js';
 import { loadConfig } from 'ratecontract/config';
 import type { RateContractConfig } from 'ratecontract/config';
 import { plural } from './plural.js';
-import { ArgumentError, EXIT_USAGE, stringOption, type Command, type ParsedArgs } from './args.js';
+import { ArgumentError, EXIT_USAGE, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 
 /** The `check` command: validates a contract file, given as `check FILE` or `check --config FILE`. */
 export const checkCommand: Command = {
@@ -56,14 +56,14 @@ export function summary(c: RateContractConfig): string {
   return `${c.file}: ok: ${parts.join(', ')}`;
 }
 
-async function runCheck(args: ParsedArgs): Promise<number> {
+async function runCheck(args: ParsedArgs, io: CommandIo): Promise<number> {
   const file = contractOption(args);
   try {
-    process.stdout.write(summary(await loadContract(file)) + '\n');
+    io.stdout.write(summary(await loadContract(file)) + '\n');
     return 0;
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(error.message + '\n');
+      io.stderr.write(error.message + '\n');
       return EXIT_USAGE;
     }
     throw error;

@@ -1,7 +1,7 @@
 import { ConfigError } from 'ratecontract';
 import type { RateContractConfig } from 'ratecontract/config';
 import { plural } from './plural.js';
-import { ArgumentError, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
+import { ArgumentError, flagOption, integerOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { loadContract } from './check.js';
 import { LogInputError, readLog, type LogFormat } from './logs.js';
 import { ContractDiff, ContractRun, type Verdict } from './replay.js';
@@ -106,12 +106,12 @@ function notes(config: RateContractConfig, run: ContractRun, late: number, prefi
   return out;
 }
 
-function fail(message: string): number {
-  process.stderr.write(`ratecontract replay: ${message}\n`);
+function fail(io: CommandIo, message: string): number {
+  io.stderr.write(`ratecontract replay: ${message}\n`);
   return 2;
 }
 
-async function runReplay(args: ParsedArgs): Promise<number> {
+async function runReplay(args: ParsedArgs, io: CommandIo): Promise<number> {
   const request = replayRequest(args);
   const started = process.hrtime.bigint();
   let config: RateContractConfig;
@@ -120,7 +120,7 @@ async function runReplay(args: ParsedArgs): Promise<number> {
     config = await loadContract(request.config);
     if (request.against !== undefined) oldConfig = await loadContract(request.against);
   } catch (error) {
-    if (error instanceof ConfigError) return fail(error.message);
+    if (error instanceof ConfigError) return fail(io, error.message);
     throw error;
   }
   const capacity = KEY_CAPACITY;
@@ -128,7 +128,7 @@ async function runReplay(args: ParsedArgs): Promise<number> {
   const run = await ContractRun.start(config, runOptions);
   const old = oldConfig === undefined ? undefined : await ContractRun.start(oldConfig, runOptions);
   const diff = old === undefined ? undefined : new ContractDiff(capacity);
-  const read = readLog(request.log, { format: request.format, keepMalformed: KEEP_MALFORMED });
+  const read = readLog(request.log, { format: request.format, keepMalformed: KEEP_MALFORMED, stdin: io.stdin });
   try {
     for await (const record of read.records) {
       let verdict = run.replay(record);
@@ -140,7 +140,7 @@ async function runReplay(args: ParsedArgs): Promise<number> {
       }
     }
   } catch (error) {
-    if (error instanceof LogInputError) return fail(error.message);
+    if (error instanceof LogInputError) return fail(io, error.message);
     throw error;
   } finally {
     await run.close();
@@ -149,9 +149,9 @@ async function runReplay(args: ParsedArgs): Promise<number> {
   const stats = read.stats;
   const logName = request.log === '-' ? 'stdin' : request.log;
   if (stats.records === 0) {
-    if (stats.malformed === 0) return fail(`log ${logName} holds no request: it is empty`);
+    if (stats.malformed === 0) return fail(io, `log ${logName} holds no request: it is empty`);
     const first = stats.malformedLines[0];
-    return fail(
+    return fail(io, 
       `log ${logName} holds no request in ${stats.format ?? request.format} format: ${plural(stats.malformed, 'malformed line', { format: thousands })}` +
         (first !== undefined ? ` (line ${first.line}: ${first.reason})` : ''),
     );
@@ -172,6 +172,6 @@ async function runReplay(args: ParsedArgs): Promise<number> {
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
     },
   };
-  process.stdout.write((request.json ? JSON.stringify(report) : renderReplay(report)) + '\n');
+  io.stdout.write((request.json ? JSON.stringify(report) : renderReplay(report)) + '\n');
   return 0;
 }

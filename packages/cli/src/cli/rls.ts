@@ -5,7 +5,7 @@ import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
 import { rulesTable } from '../rls/rules-table.js';
 import { startRls } from '../rls/server.js';
 import { errorText, holdSignals, logConnectionError, LogThrottle, redactUrl, serverLogger, waitForStores } from '../host/index.js';
-import { ArgumentError, durationOption, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
+import { ArgumentError, durationOption, flagOption, integerOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default ports of envoyproxy/ratelimit: gRPC 8081, HTTP 8080. */
@@ -53,7 +53,7 @@ interface IoredisModule {
   readonly default: new (url: string, options?: Record<string, unknown>) => RedisClientLike & { quit(): Promise<unknown>; on(event: 'error', l: (e: unknown) => void): unknown };
 }
 
-async function runRls(args: ParsedArgs): Promise<number> {
+async function runRls(args: ParsedArgs, io: CommandIo): Promise<number> {
   const signals = holdSignals();
   const configPath = stringOption(args, 'config') ?? './config';
   const grpcPort = integerOption(args, 'grpc-port', DEFAULT_GRPC_PORT, 0, 65535);
@@ -81,7 +81,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
     config = await loadRlsConfig(configPath);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(error.message + '\n');
+      io.stderr.write(error.message + '\n');
       return 2;
     }
     throw error;
@@ -97,7 +97,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
     try {
       mod = (await import(name)) as IoredisModule;
     } catch {
-      process.stderr.write('ratecontract rls: --redis needs the ioredis package: npm install ioredis\n');
+      io.stderr.write('ratecontract rls: --redis needs the ioredis package: npm install ioredis\n');
       return 2;
     }
     const throttle = new LogThrottle();
@@ -135,7 +135,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
   } catch (error) {
     const message = errorText(error);
     logger.fatal({ event: 'startup-failed', error: message });
-    process.stderr.write(`ratecontract rls: ${message}\n`);
+    io.stderr.write(`ratecontract rls: ${message}\n`);
     await closeStore?.();
     return 1;
   }
@@ -143,7 +143,7 @@ async function runRls(args: ParsedArgs): Promise<number> {
   // The signal handlers are in place before the lines that say where it listens.
   const stopped = signals.run(rls, (error) => logger.error({ event: 'shutdown-error', error: errorText(error) }));
   const rows = rulesTable(config).map((r) => `  ${r.path}: ${r.bound}${r.algorithm === undefined ? '' : ` (${r.algorithm})`}, purpose ${r.purpose}${r.onError === undefined ? '' : `, onError ${r.onError}`}${r.shadow ? ', shadow' : ''}`);
-  process.stderr.write(
+  io.stderr.write(
     [
       `ratecontract rls: ${plural(config.files.length, 'file')}, ${plural(config.domains.size, 'domain')}, ${plural(config.rules.length, 'rule')}, counters ${redis === undefined ? 'in this process' : `on ${redis.host}`}`,
       ...rows,

@@ -3,7 +3,7 @@ import { demoConfig } from '../contract/demo.js';
 import { loadConfig, type RateContractConfig, type StoreConfig } from 'ratecontract/config';
 import { contractTable, demoExamples, startService } from '../serve/index.js';
 import { errorText, holdSignals, serverLogger } from '../host/index.js';
-import { ArgumentError, durationOption, flagOption, integerOption, stringOption, type Command, type ParsedArgs } from './args.js';
+import { ArgumentError, durationOption, flagOption, integerOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { LOG_LEVEL_OPTION, logLevelOption } from './log-level.js';
 
 /** Default port of the API (or proxy). */
@@ -68,7 +68,7 @@ export function onRedis(config: RateContractConfig, url: string): RateContractCo
   return { ...config, stores };
 }
 
-async function runServe(args: ParsedArgs): Promise<number> {
+async function runServe(args: ParsedArgs, io: CommandIo): Promise<number> {
   const signals = holdSignals();
   const file = stringOption(args, 'config');
   const port = integerOption(args, 'port', DEFAULT_PORT, 0, 65535);
@@ -90,7 +90,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
     config = file === undefined ? demoConfig() : await loadConfig(file);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(error.message + '\n');
+      io.stderr.write(error.message + '\n');
       return 2;
     }
     throw error;
@@ -119,7 +119,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
   } catch (error) {
     const message = errorText(error);
     logger.fatal({ event: 'startup-failed', error: message });
-    process.stderr.write(`ratecontract serve: ${message}\n`);
+    io.stderr.write(`ratecontract serve: ${message}\n`);
     return error instanceof ConfigError ? 2 : 1;
   }
   const running = service;
@@ -137,7 +137,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
   ];
   // The signal handlers are in place before the banner says where it listens.
   const stopped = signals.run(running, (error) => logger.error({ event: 'shutdown-error', error: errorText(error) }));
-  process.stderr.write(banner.join('\n') + '\n');
+  io.stderr.write(banner.join('\n') + '\n');
   await stopped;
   return 0;
 }

@@ -3,7 +3,7 @@ import { algorithms } from 'ratecontract';
 import type { AlgorithmName } from 'ratecontract';
 import { formatDuration, parseDuration } from 'ratecontract';
 import { plural } from './plural.js';
-import { ArgumentError, flagOption, integerOption, parseCommandArgs, stringOption, type Command, type ParsedArgs } from './args.js';
+import { ArgumentError, flagOption, integerOption, parseCommandArgs, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { OFFERED_PER_WINDOW, PATTERNS, type PatternName } from './patterns.js';
 import { alignTrace, simulate, type SimulateOptions } from './simulate.js';
 import { jsonReport, renderTable, type TrafficSource } from './simulate-report.js';
@@ -130,18 +130,18 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateOptions {
   return simulateRequest(parsed).options;
 }
 
-async function runSimulate(args: ParsedArgs): Promise<number> {
+async function runSimulate(args: ParsedArgs, io: CommandIo): Promise<number> {
   const request = simulateRequest(args);
   let options = request.options;
   let source: TrafficSource = { kind: 'pattern' };
   if (request.trace !== undefined) {
-    const trace = await readTrace(request.trace);
+    const trace = await readTrace(request.trace, io.stdin);
     const aligned = alignTrace(trace.times, options.windowMs);
     options = { ...options, times: aligned.times, windows: aligned.windows };
     source = { kind: 'trace', file: request.trace, origin: aligned.origin, lines: trace.lines, malformed: trace.malformed, malformedLines: trace.malformedLines };
     if (trace.malformed > 0) {
       const more = trace.malformed > trace.malformedLines.length ? ', ...' : '';
-      process.stderr.write(`ratecontract simulate: ${request.trace}: skipped ${plural(trace.malformed, 'line')} with no time (${plural(trace.malformed, 'line', { word: true })} ${trace.malformedLines.join(', ')}${more})\n`);
+      io.stderr.write(`ratecontract simulate: ${request.trace}: skipped ${plural(trace.malformed, 'line')} with no time (${plural(trace.malformed, 'line', { word: true })} ${trace.malformedLines.join(', ')}${more})\n`);
     }
   }
   const results = await simulate(options);
@@ -169,8 +169,8 @@ async function runSimulate(args: ParsedArgs): Promise<number> {
     } catch (error) {
       throw new Error(`cannot write ${request.svg}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
-    process.stderr.write(`ratecontract simulate: wrote ${request.svg}\n`);
+    io.stderr.write(`ratecontract simulate: wrote ${request.svg}\n`);
   }
-  process.stdout.write(request.json ? JSON.stringify(jsonReport(options, results, source)) + '\n' : renderTable(options, results, source) + '\n');
+  io.stdout.write(request.json ? JSON.stringify(jsonReport(options, results, source)) + '\n' : renderTable(options, results, source) + '\n');
   return 0;
 }

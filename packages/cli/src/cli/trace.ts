@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { plural } from './plural.js';
 import { openLogInput, splitLines } from './log-input.js';
 import { parseClfTime, parseIsoTime, parseTimeValue, TIME_FIELDS } from './timestamps.js';
@@ -59,14 +60,14 @@ export interface Trace {
 
 /**
  * Reads a trace line by line (see `traceLineTime`): a file, gzip or not, or
- * `'-'` for stdin. Throws when it cannot be read or holds no time at all.
+ * `'-'` for `stdin`. Throws when it cannot be read or holds no time at all.
  */
-export async function readTrace(file: string): Promise<Trace> {
+export async function readTrace(file: string, stdin: Readable = process.stdin): Promise<Trace> {
   const times: number[] = [];
   const malformedLines: number[] = [];
   let malformed = 0;
   let lines = 0;
-  for await (const line of splitLines(await openLogInput(file, process.stdin, 'trace'))) {
+  for await (const line of splitLines(await openLogInput(file, stdin, 'trace'))) {
     lines = line.number;
     const t = line.text === undefined ? undefined : traceLineTime(line.text);
     if (t === 'skip') continue;

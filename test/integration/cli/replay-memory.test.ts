@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN } from './helpers.js';
-import { clfTime, scratch, T0, type Report } from './replay-helpers.js';
+import { clfTime, scratch, T0, type Report } from '../../unit/cli/replay-helpers.js';
 
 /**
  * Bounded memory, measured on the process a user runs: the peak RSS of

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGuard } from '../../../packages/ratecontract/src/adapters/node/index.js';
 import { createLimiter, ManualClock, memoryStore } from '../../../packages/ratecontract/src/index.js';
 import { ensureBuilt, run, userProject, type UserProject } from './built-package.js';
-import { scriptedServer, type ScriptedServer } from './helpers.js';
+import { scriptedServer, type ScriptedServer } from '../../unit/client/helpers.js';
 
 // The polite client as a plain script uses it: `node script.mjs`, importing
 // `ratecontract/client` from the built package. A retry's wait is work the
