@@ -87,7 +87,7 @@ describe('withDeadline: the store deadline', () => {
     const reply = new Promise<string>((resolve) => r.sockets[0].once('data', (d) => resolve(d.toString())));
     r.send([10, 10_000]);
     const decided = withDeadline(reply, 20);
-    busy(60); // the reply arrives at +10, the deadline passes at +20, the loop turns at +60
+    busy(150); // the reply arrives at +10, the deadline passes at +20, the loop turns at +150
     await expect(decided).resolves.toBe('x');
   });
 
@@ -97,13 +97,13 @@ describe('withDeadline: the store deadline', () => {
     const reply = new Promise<string>((resolve) => r.sockets[0].once('data', (d) => resolve(d.toString())));
     // Other I/O of the process: its callback is a long task (as a burst of other replies and their decisions, or a
     // preemption by the scheduler, can be).
-    r.sockets[1].once('data', () => busy(100));
-    // The other I/O arrives at +10 and the reply at +80 (worker's clock). This thread is busy until +60: when its loop
-    // turns, the deadline timer (+20) fires first, then the poll phase runs the other callback (+60 to +160), during
-    // which the reply arrives, unread until the next poll phase.
-    r.send([80, 10]);
+    r.sockets[1].once('data', () => busy(300));
+    // The other I/O arrives at +10 and the reply at +200 (worker's clock). This thread is busy until +150: when its
+    // loop turns, the deadline timer (+20) fires first, then the poll phase runs the other callback (+150 to +450),
+    // during which the reply arrives, unread until the next poll phase. (Wide margins: the worker thread may be late.)
+    r.send([200, 10]);
     const decided = withDeadline(reply, 20);
-    busy(60);
+    busy(150);
     await expect(decided).resolves.toBe('x');
   });
 });
