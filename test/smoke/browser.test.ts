@@ -49,11 +49,14 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the admin page of 
     });
     await page.goto(`${adminUrl}/`);
     await page.waitForSelector('#status[data-state="live"]', { timeout: 20_000 });
-    const headers = await page.locator('#contract thead th').allInnerTexts();
+    // Each column names its field of the contract document (data-field); its heading is in words.
+    const headers: string[] = [];
+    for (const th of await page.locator('#contract thead th').all()) headers.push((await th.getAttribute('data-field')) ?? '');
+    expect(await page.locator('#contract thead').innerText()).toContain('fail mode');
     const rows: Array<Record<string, string>> = [];
     for (const tr of await page.locator('#contract tbody tr').all()) {
       const cells = await tr.locator('td').allInnerTexts();
-      rows.push(Object.fromEntries(cells.map((c, i) => [headers[i] ?? `#${i}`, c])));
+      rows.push(Object.fromEntries(cells.map((c, i) => [headers[i] || `#${i}`, c])));
     }
     const inForce = demoConfig().compiled.map((l) => ({ name: l.name, purpose: l.purpose, onError: l.onError }));
     expect(inForce).toHaveLength(8);
