@@ -1,4 +1,4 @@
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { openLogInput, splitLines } from './log-input.js';
 import { parseClfTime, parseIsoTime, parseTimeValue, TIME_FIELDS } from './timestamps.js';
 
