@@ -1,30 +1,93 @@
 // @ts-check
 import tseslint from 'typescript-eslint';
 
-/** A layer may not import from the layers named in `above` (a folder of src/). */
-function layer(files, above) {
-  return [
-    {
-      files: [files],
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          {
-            patterns: [
-              ...above.map((dir) => ({
-                group: [`**/${dir}/**`, `../${dir}/*`, `../../${dir}/*`],
-                message: `layers run algorithms <- core <- stores <- http <- adapters <- cli: this layer may not import from src/${dir}/ (see docs/api.md, Layers).`,
-              })),
-              ...(files.startsWith('packages/ratecontract/')
-                ? [{ group: ['@ratecontract/cli', '@ratecontract/cli/*', '**/packages/cli/**', '**/cli/src/**'], message: 'the library (packages/ratecontract) never imports the servers and tools (packages/cli).' }]
-                : []),
-            ],
-          },
-        ],
+import { dirname, relative, resolve, sep } from 'node:path';
+
+/**
+ * Layers as an allow-list: every folder of both packages' src/ names the
+ * folders it may import (docs/api.md, Layers). Same-folder imports are
+ * always fine; anything else, or a folder with no entry here, fails lint.
+ * The library (packages/ratecontract) never imports the servers and tools
+ * (@ratecontract/cli) nor its own public entries ('ratecontract',
+ * 'ratecontract/...': a module imports the defining module instead); the
+ * servers and tools reach the library through its entries only.
+ */
+const LIB = 'packages/ratecontract/src';
+const CLI = 'packages/cli/src';
+const ROOT_FILES = ['index.ts', 'limiter.ts', 'internal.ts'];
+const LAYERS = {
+  [LIB]: {
+    algorithms: [],
+    core: ['algorithms'],
+    stores: ['algorithms', 'core'],
+    http: ['core'],
+    adapters: ['core', 'http'],
+    client: ['core'],
+    metrics: ['core'],
+    testing: ['algorithms', 'core'],
+    // The contract file's runtime builds limiters and stores: the composition root (limiter.ts) wires the memory store.
+    config: ['core', 'http', 'stores', 'limiter.ts'],
+    // The composition root and the entries (index.ts, limiter.ts, internal.ts) may import every library folder.
+    '.': ['algorithms', 'core', 'stores', 'http', 'adapters', 'client', 'config', 'metrics', 'testing', ...ROOT_FILES],
+  },
+  [CLI]: {
+    contract: [],
+    host: [],
+    rls: ['contract', 'host'],
+    serve: ['contract', 'host'],
+    cli: ['contract', 'host', 'rls', 'serve'],
+  },
+};
+
+/** Where a path lies: [package src dir, folder or root file name], or undefined outside both src/ trees. */
+function placeOf(absolute) {
+  const rel = relative(import.meta.dirname, absolute).split(sep).join('/');
+  for (const src of [LIB, CLI]) {
+    if (!rel.startsWith(`${src}/`)) continue;
+    const rest = rel.slice(src.length + 1).split('/');
+    return rest.length === 1 ? [src, rest[0].replace(/\.js$/, '.ts')] : [src, rest[0]];
+  }
+  return undefined;
+}
+
+const layersPlugin = {
+  rules: {
+    'allowed-imports': {
+      meta: { type: 'problem', schema: [] },
+      create(context) {
+        const here = placeOf(context.filename);
+        if (here === undefined) return {};
+        const [src, folder] = here;
+        const table = LAYERS[src];
+        const key = src === LIB && ROOT_FILES.includes(folder) ? '.' : folder;
+        const allowed = table[key];
+        function check(node) {
+          if (node.source == null || node.source.type !== 'Literal' || typeof node.source.value !== 'string') return;
+          const spec = node.source.value;
+          const report = (message) => context.report({ node: node.source, message });
+          if (allowed === undefined) return report(`${src}/${folder} has no entry in the layer allow-list (eslint.config.js, LAYERS): add one, and to docs/api.md, Layers.`);
+          if (src === LIB && /^@ratecontract\//.test(spec)) return report('the library (packages/ratecontract) never imports the servers and tools (@ratecontract/cli).');
+          if (src === LIB && /^ratecontract(\/|$)/.test(spec)) return report(`a library module imports the defining module, never the public entry '${spec}'.`);
+          if (!spec.startsWith('.')) return;
+          const target = placeOf(resolve(dirname(context.filename), spec));
+          if (target === undefined) return report(`'${spec}' lies outside ${src}: ${src === CLI ? "the servers and tools reach the library through its entries ('ratecontract', 'ratecontract/...')" : 'the library imports its own src/ only'}.`);
+          const [tsrc, tfolder] = target;
+          if (tsrc !== src) return report(src === LIB ? 'the library (packages/ratecontract) never imports the servers and tools (packages/cli).' : "the servers and tools reach the library through its entries ('ratecontract', 'ratecontract/...'), never its source.");
+          if (tfolder === folder) return;
+          if (!allowed.includes(tfolder)) {
+            report(`layers: ${src}/${folder} may import ${allowed.length === 0 ? 'no other folder' : allowed.join(', ')}; not ${tfolder} (eslint.config.js LAYERS, docs/api.md Layers).`);
+          }
+        }
+        return {
+          ImportDeclaration: check,
+          ExportNamedDeclaration: check,
+          ExportAllDeclaration: check,
+          ImportExpression: check,
+        };
       },
     },
-  ];
-}
+  },
+};
 
 export default tseslint.config(
   // test/integration/types/consumer is compiled against the packed tarball by test/integration/types/packed.test.ts, not by this project.
@@ -48,24 +111,12 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Named exports only.' }],
     },
   },
-  // Layers: algorithms <- core <- stores <- http <- adapters, with cli on top. The composition root
-  // (src/index.ts, src/limiter.ts) wires core to the memory store. An import against the direction fails lint.
-  // Every library file (the layers below refine it): never the servers and tools.
-  ...layer('packages/ratecontract/src/**/*.ts', []),
-  ...layer('packages/ratecontract/src/algorithms/**/*.ts', ['core', 'stores', 'http', 'adapters', 'cli', 'testing']),
-  ...layer('packages/ratecontract/src/core/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing']),
-  ...layer('packages/ratecontract/src/stores/**/*.ts', ['http', 'adapters', 'cli', 'testing']),
-  ...layer('packages/ratecontract/src/http/**/*.ts', ['stores', 'adapters', 'cli', 'testing']),
-  ...layer('packages/ratecontract/src/adapters/**/*.ts', ['stores', 'cli', 'testing']),
-  // The polite client sits on core only (it shares runtime-neutral helpers, never the server side's http layer).
-  ...layer('packages/ratecontract/src/client/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls', 'metrics']),
-  // The metrics bindings read core events and limiters only: library users get them without the service or the config file.
-  ...layer('packages/ratecontract/src/metrics/**/*.ts', ['stores', 'http', 'adapters', 'cli', 'testing', 'config', 'service', 'rls']),
-  // The Envoy rate limit service sits beside src/service: it builds on core, stores, http, metrics and config, and only the cli imports it.
-  ...layer('packages/cli/src/rls/**/*.ts', ['adapters', 'cli', 'testing', 'serve']),
-  ...layer('packages/cli/src/serve/**/*.ts', ['rls']),
-  // The host every server plugs into: it knows no front end (serve, rls, decide) and no command.
-  ...layer('packages/cli/src/host/**/*.ts', ['serve', 'rls', 'decide', 'cli', 'contract']),
+  // Layers: each folder's allow-list (LAYERS above; docs/api.md, Layers). An import outside it fails lint.
+  {
+    files: ['packages/*/src/**/*.ts'],
+    plugins: { layers: layersPlugin },
+    rules: { 'layers/allowed-imports': 'error' },
+  },
   {
     // Unit tests run without Redis: only test/integration, test/smoke (its one Redis smoke test), test/faults and test/load may start redis-server or talk to it.
     files: ['test/**/*.ts'],

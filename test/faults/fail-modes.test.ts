@@ -129,7 +129,7 @@ async function gracePhase(r: Rig): Promise<void> {
   r.clock.advance(GRACE_MS);
   for (const who of ['p1', 'someone-new']) {
     const d = await r.limiter.check(login(who));
-    expect([d.allowed, d.status, d.outcome, d.limit]).toEqual([false, 503, 'fail-closed', 'login']);
+    expect([d.allowed, d.status, d.outcome, d.limitName]).toEqual([false, 503, 'fail-closed', 'login']);
     expect(d.retryAfterMs).toBeGreaterThan(0);
   }
   const s = await r.limiter.check(search());

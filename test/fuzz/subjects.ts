@@ -17,11 +17,11 @@ export {
   parseXForwardedFor,
   parseIp,
   parseCidr,
-  formatIp,
   clientAddress,
   resolveIpOptions,
   trustsPeer,
 } from '../../packages/ratecontract/src/http/index.js';
+export { formatIp } from '../../packages/ratecontract/src/http/ip-address.js';
 export { parseRateLimit, parsePolicy } from '../../packages/ratecontract/src/client/fields.js';
 export { retryAfterMs } from '../../packages/ratecontract/src/client/retry-after.js';
 export { parseHttpDate } from '../../packages/ratecontract/src/client/http-date.js';

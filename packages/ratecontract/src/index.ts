@@ -3,7 +3,7 @@
  * store contract, the algorithms, time, errors and events. The HTTP contract
  * for custom adapters is `ratecontract/http`; the framework adapters,
  * Redis, the client, config and testing have their own entries. The public
- * API is written down in docs/api.md and pinned by test/api/exports.test.ts.
+ * API is written down in docs/api.md and pinned by test/unit/api/exports.test.ts.
  */
 
 // The limiter.
@@ -24,7 +24,6 @@ export type {
   Purpose,
   RequestContext,
   Source,
-  CompiledTier,
   LeaseTierDefinition,
   PreFilterTierDefinition,
   TierDefinition,
@@ -70,7 +69,6 @@ export {
   fixedWindow,
   slidingLog,
   slidingWindow,
-  slidingWindowEstimate,
   tokenBucket,
   leakyBucket,
   gcra,
@@ -101,7 +99,6 @@ export { RateContractError, ConfigError, UsageError, StoreError, type ErrorCode 
 // Events on node:diagnostics_channel.
 export {
   CHANNELS,
-  EVENT_FIELDS,
   type DecisionEvent,
   type StoreErrorEvent,
   type StoreFailureReason,

@@ -33,7 +33,7 @@ function view(d: Decision) {
     allowed: d.allowed,
     status: d.status,
     outcome: d.outcome,
-    limit: d.limit,
+    limit: d.limitName,
     retryAfterMs: d.retryAfterMs,
     delayMs: d.delayMs,
     results: d.results.map((r) => ({ name: r.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, source: r.source })),
@@ -137,7 +137,7 @@ describe('redis store batching', () => {
     const ds = await Promise.all(Array.from({ length: 6 }, () => limiter.check({ headers: { user: 'u' } })));
     expect((await evalshaCalls()) - before).toBe(1);
     expect(ds.map((d) => d.allowed)).toEqual([true, true, true, false, false, false]);
-    expect(ds.map((d) => d.limit)).toEqual([undefined, undefined, undefined, 'all', 'all', 'all']);
+    expect(ds.map((d) => d.limitName)).toEqual([undefined, undefined, undefined, 'all', 'all', 'all']);
     // The per-user limit was charged for the 3 admitted chains only.
     expect(ds.map((d) => d.results[0]?.remaining)).toEqual([4, 3, 2, 2, 2, 2]);
   });

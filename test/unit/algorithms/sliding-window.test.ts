@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { measure, type Scenario } from '../../../scripts/measure-sliding-window-error.js';
-import { fixedWindow, slidingLog, slidingWindow, slidingWindowEstimate, type SlidingWindowState } from '../../../packages/ratecontract/src/index.js';
+import { slidingWindowEstimate } from '../../../packages/ratecontract/src/algorithms/sliding-window.js';
+import { fixedWindow, slidingLog, slidingWindow, type SlidingWindowState } from '../../../packages/ratecontract/src/index.js';
 import { fcBudget } from '../../helpers/fc-budget.js';
 
 const MINUTE = 60_000;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { plural } from '../../../packages/cli/src/cli/plural.js';
+import { plural } from '../../../packages/cli/src/contract/plural.js';
 
 describe('plural', () => {
   it.each([

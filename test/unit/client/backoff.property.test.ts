@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffWait, ceiling, createFetch, serverWait, spreadWidth, type Backoff, type Jitter } from '../../../packages/ratecontract/src/client/index.js';
+import { ceiling, spreadWidth } from '../../../packages/ratecontract/src/client/backoff.js';
+import { backoffWait, createFetch, serverWait, type Backoff, type Jitter } from '../../../packages/ratecontract/src/client/index.js';
 import { fcBudget } from '../../helpers/fc-budget.js';
 import { asctime, imf, rfc850, Virtual } from './helpers.js';
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, createFetch, DEFAULTS, type ClientOptions } from '../../../packages/ratecontract/src/client/index.js';
+import { ConfigError } from '../../../packages/ratecontract/src/core/errors.js';
+import { createFetch, DEFAULTS, type ClientOptions } from '../../../packages/ratecontract/src/client/index.js';
 
 function refused(options: unknown): ConfigError {
   try {

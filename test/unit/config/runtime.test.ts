@@ -47,7 +47,7 @@ routes:
       expect((await b?.check({ ip: '198.51.100.1' }))?.allowed).toBe(true);
       const third = await a?.check({ ip: '198.51.100.1' });
       expect(third?.allowed).toBe(false);
-      expect(third?.limit).toBe('per-ip');
+      expect(third?.limitName).toBe('per-ip');
       expect(b?.limits.map((l) => l.name)).toEqual(['writes', 'per-ip']);
     } finally {
       await rt.close();

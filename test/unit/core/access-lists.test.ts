@@ -27,7 +27,7 @@ describe('allow and deny lists', () => {
     const limiter = createLimiter({ limits: [one], store, deny: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'] });
     for (const ip of ['10.1.2.3', '2001:db8:1:2::5', '192.0.2.7', '::ffff:10.9.9.9', '2001:db8:1:2::/64']) {
       const d = await limiter.check({ ip });
-      expect(d).toMatchObject({ allowed: false, status: 403, outcome: 'denied', limit: undefined, retryAfterMs: Infinity });
+      expect(d).toMatchObject({ allowed: false, status: 403, outcome: 'denied', limitName: undefined, retryAfterMs: Infinity });
       expect(d.results[0]).toMatchObject({ source: 'none', listed: 'deny' });
     }
     expect(store.calls).toBe(0);
@@ -58,9 +58,9 @@ describe('allow and deny lists', () => {
     expect(a.outcome).toBe('allowed');
     expect(a.results.map((r) => r.listed)).toEqual(['allow', undefined]);
     // per-ip skipped, per-user (limit 1) still meters.
-    expect((await limiter.check({ ip: '203.0.113.5', principal: 'u1' })).limit).toBe('per-user');
+    expect((await limiter.check({ ip: '203.0.113.5', principal: 'u1' })).limitName).toBe('per-user');
     expect((await limiter.check({ ip: '203.0.113.5', principal: 'u2' })).allowed).toBe(true);
-    expect(await limiter.check({ ip: '203.0.113.5', principal: 'banned' })).toMatchObject({ status: 403, outcome: 'denied', limit: 'per-user' });
+    expect(await limiter.check({ ip: '203.0.113.5', principal: 'banned' })).toMatchObject({ status: 403, outcome: 'denied', limitName: 'per-user' });
   });
 
   it('deny wins over allow at any level', async () => {

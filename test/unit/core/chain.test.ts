@@ -22,7 +22,7 @@ describe('the chain', () => {
     expect(rejected.allowed).toBe(false);
     expect(rejected.outcome).toBe('rejected');
     expect(rejected.status).toBe(429);
-    expect(rejected.limit).toBe('recipient');
+    expect(rejected.limitName).toBe('recipient');
     // tenant had 5 tokens, 3 spent by admitted requests; the rejected one took none.
     expect(rejected.results.map((r) => [r.name, r.allowed, r.remaining])).toEqual([
       ['recipient', false, 0],
@@ -45,7 +45,7 @@ describe('the chain', () => {
     });
     expect((await limiter.check({ ip: 'a' })).allowed).toBe(true);
     const d = await limiter.check({ ip: 'a' });
-    expect(d.limit).toBe('specific');
+    expect(d.limitName).toBe('specific');
     const waitSpecific = d.results[0]?.retryAfterMs ?? 0;
     const waitBroad = d.results[1]?.retryAfterMs ?? 0;
     expect(waitBroad).toBeGreaterThan(waitSpecific);
@@ -68,7 +68,7 @@ describe('the chain', () => {
     });
     const verdict = async (ctx: RequestContext): Promise<[boolean, number, string | undefined]> => {
       const d = await limiter.check(ctx);
-      return [d.allowed, d.status, d.limit];
+      return [d.allowed, d.status, d.limitName];
     };
     // Defaults: a per-client key answers 429.
     expect(await verdict({ ip: 'a' })).toEqual([true, 200, undefined]);
@@ -87,7 +87,7 @@ describe('the chain', () => {
     });
     await global429.check({});
     const d = await global429.check({});
-    expect([d.allowed, d.status, d.limit]).toEqual([false, 429, 'global']);
+    expect([d.allowed, d.status, d.limitName]).toEqual([false, 429, 'global']);
   });
 
   it('shadow limits decide and report but never enforce', async () => {

@@ -65,7 +65,7 @@ describe("count: 'failures'", () => {
     await d.settle({ status: 500 }); // a failure for 'any' (>= 400), a success for 'auth'
     const next = await limiter.check({ principal: 'p', ip: 'b' });
     expect(next.allowed).toBe(true); // auth was refunded; 'any' is on another ip
-    expect((await limiter.check({ principal: 'q', ip: 'a' })).limit).toBe('any');
+    expect((await limiter.check({ principal: 'q', ip: 'a' })).limitName).toBe('any');
   });
 
   it('refuses invalid count and failureStatus', () => {

@@ -6,7 +6,8 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { CHANNELS, createLimiter, EVENT_FIELDS, ManualClock, memoryStore, type Store, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
+import { EVENT_FIELDS } from '../../../packages/ratecontract/src/core/events.js';
+import { CHANNELS, createLimiter, ManualClock, memoryStore, type Store, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
 
 const T0 = 1_700_000_000_000;
 

@@ -7,7 +7,7 @@ const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-win
 
 function view(d: Decision): unknown {
   const r = d.results[0];
-  return [d.allowed, d.status, d.outcome, d.limit, d.retryAfterMs, d.delayMs, r?.allowed, r?.remaining, r?.resetMs, r?.retryAfterMs, r?.source, r?.limit, r?.windowMs];
+  return [d.allowed, d.status, d.outcome, d.limitName, d.retryAfterMs, d.delayMs, r?.allowed, r?.remaining, r?.resetMs, r?.retryAfterMs, r?.source, r?.limit, r?.windowMs];
 }
 
 describe('the single-limit fast path decides exactly as the general chain path', () => {
@@ -54,7 +54,7 @@ describe('the single-limit fast path decides exactly as the general chain path',
       const a = await fast.check({ ip: 'x' });
       const b = await general.check({ ip: 'x' });
       expect(a.allowed).toBe(expected);
-      expect(Object.keys(a)).toEqual(['allowed', 'status', 'outcome', 'limit', 'retryAfterMs', 'delayMs', 'results']);
+      expect(Object.keys(a)).toEqual(['allowed', 'status', 'outcome', 'limitName', 'retryAfterMs', 'delayMs', 'results']);
       expect(Object.keys(a)).toEqual(Object.keys(b));
       expect(JSON.stringify(a)).toEqual(JSON.stringify(b));
       expect({ ...a }).toEqual({ ...b });

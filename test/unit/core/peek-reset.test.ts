@@ -45,7 +45,7 @@ function limitOf(v: (typeof VARIANTS)[number], name: string, limit: number, wind
 /** The figures a peek must announce: per limit and for the chain. */
 function figures(d: Decision): unknown {
   return {
-    allowed: d.allowed, status: d.status, outcome: d.outcome, limit: d.limit, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs,
+    allowed: d.allowed, status: d.status, outcome: d.outcome, limit: d.limitName, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs,
     results: d.results.map((r) => ({ name: r.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs })),
   };
 }
@@ -105,7 +105,7 @@ describe('limiter.peek', () => {
       const d = await limiter.check({ ip: 'x' });
       expect(d.allowed).toBe(true);
       expect(seen).toHaveLength(1);
-      expect((await limiter.peek({ ip: 'x' })).limit).toBe('c');
+      expect((await limiter.peek({ ip: 'x' })).limitName).toBe('c');
     } finally {
       unsubscribe(CHANNELS.decision, listener);
     }
@@ -132,7 +132,7 @@ describe('limiter.reset', () => {
       await limiter.check({ principal: 'alice', ip: '203.0.113.9' });
       await limiter.check({ principal: 'bob', ip: '203.0.113.10' });
     }
-    expect((await limiter.check({ principal: 'alice', ip: '203.0.113.11' })).limit).toBe('login');
+    expect((await limiter.check({ principal: 'alice', ip: '203.0.113.11' })).limitName).toBe('login');
     const events: ResetEvent[] = [];
     const listener = (m: unknown): void => void events.push(m as ResetEvent);
     subscribe(CHANNELS.reset, listener);
@@ -150,7 +150,7 @@ describe('limiter.reset', () => {
     expect(events[1]?.by).toBeUndefined();
     expect(events[1]?.keyHash).not.toBe(events[0]?.keyHash);
     expect((await limiter.peek({ principal: 'alice', ip: '203.0.113.12' })).results[0]).toMatchObject({ allowed: true, remaining: 1 });
-    expect((await limiter.check({ principal: 'bob', ip: '203.0.113.12' })).limit).toBe('login');
+    expect((await limiter.check({ principal: 'bob', ip: '203.0.113.12' })).limitName).toBe('login');
     // The ip limit of alice's address kept its count.
     expect((await limiter.peek({ principal: 'carol', ip: '203.0.113.9' })).results[1]).toMatchObject({ allowed: true, remaining: 0 });
   });

@@ -42,7 +42,7 @@ describe('cost from the request', () => {
     const limiter = createLimiter<Gql>({ limits: [bucket(fn)] });
     for (const check of [() => limiter.check({ ip: 'a', complexity: 1 }), () => Promise.resolve(limiter.checkSync({ ip: 'a', complexity: 1 })!)]) {
       const d = await check();
-      expect(d).toMatchObject({ allowed: false, retryAfterMs: Infinity, limit: 'gql' });
+      expect(d).toMatchObject({ allowed: false, retryAfterMs: Infinity, limitName: 'gql' });
     }
     expect(errors).toHaveLength(2);
     expect(errors[0]).toMatchObject({ limit: 'gql', cost: 11 });

@@ -46,7 +46,7 @@ function view(r: GuardResult): unknown {
   const d: Decision | undefined = r.decision;
   return {
     kind: r.kind,
-    decision: d && { allowed: d.allowed, status: d.status, outcome: d.outcome, limit: d.limit, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs },
+    decision: d && { allowed: d.allowed, status: d.status, outcome: d.outcome, limit: d.limitName, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs },
     headers: r.kind === 'proceed' ? r.headers : undefined,
     response: r.kind === 'respond' ? r.response : undefined,
   };

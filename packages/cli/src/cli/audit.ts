@@ -3,7 +3,7 @@ import { diffContracts, type ContractChange } from '../contract/audit-diff.js';
 import type { RateContractConfig } from 'ratecontract/config';
 import { ConfigError } from 'ratecontract';
 import { formatDuration } from 'ratecontract';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { didYouMean } from 'ratecontract/internal';
 import { ArgumentError, EXIT_USAGE, flagOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { contractOption, loadContract } from './check.js';

@@ -2,7 +2,7 @@ import { ConfigError } from 'ratecontract';
 import { demoConfig } from '../contract/demo.js';
 import { loadConfig } from 'ratecontract/config';
 import type { RateContractConfig } from 'ratecontract/config';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { ArgumentError, EXIT_USAGE, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 
 /** The `check` command: validates a contract file, given as `check FILE` or `check --config FILE`. */

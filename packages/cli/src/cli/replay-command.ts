@@ -1,6 +1,6 @@
 import { ConfigError } from 'ratecontract';
 import type { RateContractConfig } from 'ratecontract/config';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { ArgumentError, flagOption, integerOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { loadContract } from './check.js';
 import { LogInputError, readLog, type LogFormat } from './logs.js';

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { formatDuration } from 'ratecontract';
 import { GLOBAL_KEY } from 'ratecontract/internal';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import type { LogStats, MalformedLine } from './logs.js';
 import { splitDiffKey, type ContractDiff, type ContractRun, type ContractTotals, type LimitTally, type UnroutedLine } from './replay.js';
 

@@ -219,7 +219,7 @@ export class ContractRun {
       tally.top.add(bounded);
       first ??= { wouldReject: true, limit: res.name, key: bounded };
     }
-    if (decision.limit !== undefined) (this.tallies.get(decision.limit) as LimitTally).decided++;
+    if (decision.limitName !== undefined) (this.tallies.get(decision.limitName) as LimitTally).decided++;
     if (!decision.allowed) t.rejected++;
     else if (decision.outcome === 'shadow-rejected') t.shadowRejected++;
     if (first !== undefined) t.wouldReject++;

@@ -1,5 +1,5 @@
 import { ConfigError, memoryStore, type Store } from 'ratecontract';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { redisStore, type RedisClientLike } from 'ratecontract/redis';
 import { loadRlsConfig, type RlsConfig } from '../rls/config.js';
 import { rulesTable } from '../rls/rules-table.js';

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { algorithms } from 'ratecontract';
 import type { AlgorithmName } from 'ratecontract';
 import { formatDuration, parseDuration } from 'ratecontract';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { ArgumentError, flagOption, integerOption, parseCommandArgs, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { OFFERED_PER_WINDOW, PATTERNS, type PatternName } from './patterns.js';
 import { alignTrace, simulate, type SimulateOptions } from './simulate.js';

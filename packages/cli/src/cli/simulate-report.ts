@@ -1,5 +1,5 @@
 import { formatDuration } from 'ratecontract';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import type { SimulateOptions, SimulationResult } from './simulate.js';
 
 /** Where a run's traffic came from, for the table's first line and the JSON. */

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { plural } from './plural.js';
+import { plural } from '../contract/plural.js';
 import { openLogInput, splitLines } from './log-input.js';
 import { parseClfTime, parseIsoTime, parseTimeValue, TIME_FIELDS } from './timestamps.js';
 

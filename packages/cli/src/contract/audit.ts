@@ -1,6 +1,6 @@
 import { algorithms, formatDuration, type CompiledLimit } from 'ratecontract';
 import type { RateContractConfig, StoreConfig } from 'ratecontract/config';
-import { plural } from '../cli/plural.js';
+import { plural } from './plural.js';
 import { bySeverity, limitFindings, num, type Finding } from './audit-findings.js';
 
 export type { Finding, FindingCode, Severity } from './audit-findings.js';

@@ -1,6 +1,6 @@
 import { auditContract } from '../contract/audit.js';
 import type { RateContractConfig } from 'ratecontract/config';
-import { plural } from '../cli/plural.js';
+import { plural } from '../contract/plural.js';
 
 /** The banner fits a terminal this wide: every line `serve` prints on stderr at startup is at most this long. */
 export const BANNER_COLUMNS = 100;

@@ -4,7 +4,7 @@ export { CLIENT_CHANNELS } from './events.js';
 export { retryAfterMs } from './retry-after.js';
 export { parseHttpDate } from './http-date.js';
 export { parseRateLimit, parsePolicy, type ServiceLimit, type QuotaPolicy } from './fields.js';
-export { backoffWait, serverWait, ceiling, spreadWidth, type Jitter, type Backoff } from './backoff.js';
+export { backoffWait, serverWait, type Jitter, type Backoff } from './backoff.js';
 export { safeRate, type Pacing } from './scopes.js';
 export {
   DEFAULTS,
@@ -16,4 +16,3 @@ export {
   type WaitInfo,
   type WaitReason,
 } from './options.js';
-export { ConfigError } from '../core/errors.js';

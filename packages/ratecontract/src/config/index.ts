@@ -5,9 +5,6 @@ export { buildRuntime, type ContractRuntime, type RuntimeOptions, type RuntimeRo
 export {
   RouteTable,
   parseRoutePattern,
-  normalisePath,
-  matchSegments,
-  compareSpecificity,
   type RoutePattern,
   type RouteMatch,
   type Segment,

@@ -1,8 +1,16 @@
 import { randomBytes } from 'node:crypto';
-// Only the package's public entries (`ratecontract`, `ratecontract/redis`): what serve builds on, users can build on.
-import { ConfigError, createLimiter, memoryStore, parseDuration, type Clock, type Limiter, type LimitDefinition, type Store } from '../index.js';
-import type { GuardOptions } from '../http/index.js';
-import { redisStore, type RedisClientLike } from '../stores/redis/index.js';
+// The defining modules of public names only (`ratecontract`, `ratecontract/http`, `ratecontract/redis`): what serve builds on, users can build on.
+import type { Clock } from '../core/clock.js';
+import { parseDuration } from '../core/duration.js';
+import { ConfigError } from '../core/errors.js';
+import type { Limiter } from '../core/limiter.js';
+import type { Store } from '../core/store.js';
+import type { LimitDefinition } from '../core/types.js';
+import type { GuardOptions } from '../http/guard.js';
+import { createLimiter } from '../limiter.js';
+import { memoryStore } from '../stores/memory/memory-store.js';
+import { redisStore } from '../stores/redis/redis-store.js';
+import type { RedisClientLike } from '../stores/redis/client.js';
 import { RouteTable, type RouteMatch } from './route-pattern.js';
 import type { RateContractConfig, RedisStoreConfig, RouteConfig, StoreConfig } from './types.js';
 

@@ -6,7 +6,7 @@ import { didYouMean } from '../core/suggest.js';
 import type { CompiledLimit, LimitDefinition } from '../core/types.js';
 import { resolveIpOptions, type IpOptions } from '../http/ip.js';
 import { resolveResponseOptions, type ResponseOptions } from '../http/response-options.js';
-import { MemoryStore } from '../stores/memory/memory-store.js';
+import { resolveMemoryStoreOptions } from '../stores/memory/memory-store.js';
 import { parseRoutePattern } from './route-pattern.js';
 import type { HttpConfig, IdentifyConfig, JwtConfig, RateContractConfig, RouteConfig, StoreConfig } from './types.js';
 
@@ -121,7 +121,7 @@ function store(v: unknown, path: ConfigPath): StoreConfig {
       ...(o.overflowSlots !== undefined && { overflowSlots: positiveInt(o.overflowSlots, [...path, 'overflowSlots']) }),
     };
     // The library's own checks, so both refuse the same values.
-    rebase(path, () => new MemoryStore(options), (opt) => opt.replace(/^memoryStore\./, ''));
+    rebase(path, () => resolveMemoryStoreOptions(options), (opt) => opt.replace(/^memoryStore\./, ''));
     return { type, ...options };
   }
   onlyKeys(o, path, REDIS_KEYS);

@@ -24,7 +24,7 @@ export class CheckDecision implements Decision {
   readonly allowed: boolean;
   readonly status: 200 | 403 | 429 | 503;
   readonly outcome: Outcome;
-  readonly limit: string | undefined;
+  readonly limitName: string | undefined;
   readonly retryAfterMs: number;
   readonly delayMs: number;
   readonly results: readonly LimitResult[];
@@ -42,7 +42,7 @@ export class CheckDecision implements Decision {
     allowed: boolean,
     status: 200 | 403 | 429 | 503,
     outcome: Outcome,
-    limit: string | undefined,
+    limitName: string | undefined,
     retryAfterMs: number,
     delayMs: number,
     results: readonly LimitResult[],
@@ -53,7 +53,7 @@ export class CheckDecision implements Decision {
     this.allowed = allowed;
     this.status = status;
     this.outcome = outcome;
-    this.limit = limit;
+    this.limitName = limitName;
     this.retryAfterMs = retryAfterMs;
     this.delayMs = delayMs;
     this.results = results;

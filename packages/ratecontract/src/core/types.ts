@@ -295,7 +295,7 @@ export interface Decision {
   readonly status: 200 | 403 | 429 | 503;
   readonly outcome: Outcome;
   /** Name of the deciding limit when rejected (the first, most specific, rejecting limit; for `'denied'`, the limit whose deny list matched, `undefined` for the limiter's own). */
-  readonly limit: string | undefined;
+  readonly limitName: string | undefined;
   /** Earliest time (ms from now) at which the whole chain would admit the same request; 0 if allowed; `Infinity` if never. */
   readonly retryAfterMs: number;
   /** leaky-bucket queue mode: wait this long before proceeding. 0 otherwise. */

@@ -70,8 +70,8 @@ class TicketDecision implements Decision {
   get outcome(): Decision['outcome'] {
     return this.inner.outcome;
   }
-  get limit(): string | undefined {
-    return this.inner.limit;
+  get limitName(): string | undefined {
+    return this.inner.limitName;
   }
   get retryAfterMs(): number {
     return this.inner.retryAfterMs;

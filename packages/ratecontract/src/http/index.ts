@@ -4,9 +4,7 @@ export { policyField, rateLimitField, legacyPolicyField, draft7RateLimitField, d
 export { PROBLEM_TYPES, PROBLEM_MEDIA_TYPE, problemBody, type ProblemDetails } from './problem.js';
 export { retryAfterSeconds } from './retry-after.js';
 export { clientAddress, ipKey, resolveClientIp, resolveIpOptions, trustsPeer, type IpOptions, type ResolvedIpOptions, type TrustProxy } from './ip.js';
-export { parseIp, formatIp, maskIp, parseCidr, cidrContains, type IpAddress, type Cidr } from './ip-address.js';
-export { parseForwarded, parseXForwardedFor, stripPort, type HeaderRecord } from './forwarded.js';
-export { readNodeBody, readWebBody, parseJsonBody, declaredLength, isJsonOrUntyped, DEFAULT_MAX_BODY_BYTES, type BodyRead } from './body.js';
+export { parseIp, parseCidr, cidrContains, type IpAddress, type Cidr } from './ip-address.js';
+export { parseForwarded, parseXForwardedFor, type HeaderRecord } from './forwarded.js';
+export { readNodeBody, readWebBody, parseJsonBody, DEFAULT_MAX_BODY_BYTES, type BodyRead } from './body.js';
 export { HttpGuard, Unexpected, usesBody, UNKNOWN_IP, type GuardOptions, type GuardResult, type RequestFacts } from './guard.js';
-export { releaseOnce } from './release.js';
-export { sleep } from './sleep.js';

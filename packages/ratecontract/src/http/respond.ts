@@ -105,7 +105,7 @@ export function isAdvertising(authenticated: boolean, o: ResolvedResponseOptions
 }
 
 function pickOne(decision: Decision, limits: readonly AdvertisedLimit[]): AdvertisedLimit | undefined {
-  if (!decision.allowed) return limits.find((l) => l.name === decision.limit) ?? limits.find((l) => l.violated);
+  if (!decision.allowed) return limits.find((l) => l.name === decision.limitName) ?? limits.find((l) => l.violated);
   let best: AdvertisedLimit | undefined;
   for (const l of limits) if (best === undefined || l.r < best.r) best = l;
   return best;

@@ -105,11 +105,10 @@ export class MemoryStore implements SyncStore {
   readonly #slotSecret = randomBytes(32);
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'memoryStore', 'options must be an object');
-    refuseUnknown(options, ['maxKeys', 'overflowSlots', 'sweepPerInsert'], 'memoryStore');
-    this.maxKeys = positiveInt(options.maxKeys ?? MEMORY_STORE_DEFAULTS.maxKeys, 'memoryStore.maxKeys');
-    this.overflowSlots = positiveInt(options.overflowSlots ?? MEMORY_STORE_DEFAULTS.overflowSlots, 'memoryStore.overflowSlots');
-    this.#sweepPerInsert = positiveInt(options.sweepPerInsert ?? MEMORY_STORE_DEFAULTS.sweepPerInsert, 'memoryStore.sweepPerInsert');
+    const o = resolveMemoryStoreOptions(options);
+    this.maxKeys = o.maxKeys;
+    this.overflowSlots = o.overflowSlots;
+    this.#sweepPerInsert = o.sweepPerInsert;
   }
 
   /**
@@ -315,6 +314,21 @@ export class MemoryStore implements SyncStore {
     this.#size++;
     this.#size -= table.sweep(this.#sweepPerInsert, now);
   }
+}
+
+/**
+ * A memory store's options checked and defaulted, as the store takes them:
+ * the one check `memoryStore()` and the contract file's validation share,
+ * without building a store. Throws `ConfigError`.
+ */
+export function resolveMemoryStoreOptions(options: MemoryStoreOptions = {}): Required<MemoryStoreOptions> {
+  if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'memoryStore', 'options must be an object');
+  refuseUnknown(options, ['maxKeys', 'overflowSlots', 'sweepPerInsert'], 'memoryStore');
+  return {
+    maxKeys: positiveInt(options.maxKeys ?? MEMORY_STORE_DEFAULTS.maxKeys, 'memoryStore.maxKeys'),
+    overflowSlots: positiveInt(options.overflowSlots ?? MEMORY_STORE_DEFAULTS.overflowSlots, 'memoryStore.overflowSlots'),
+    sweepPerInsert: positiveInt(options.sweepPerInsert ?? MEMORY_STORE_DEFAULTS.sweepPerInsert, 'memoryStore.sweepPerInsert'),
+  };
 }
 
 function positiveInt(value: number, option: string): number {
