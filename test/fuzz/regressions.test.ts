@@ -108,9 +108,10 @@ describe('defects found by fuzzing', () => {
     expect(parse).toThrow(/^r\.yaml: descriptors\[0\]\.rate_limit\.requests_per_unit: sliding-log keeps up to min\(limit, window in ms\) = 86400000 log entries per key, .* \(line 4, column 49\)$/);
   });
 
-  it('the alias-cycle check is linear: 4000 aliases load within the 250 ms bound (best of 3); the first version resolved each alias by scanning the document', () => {
-    const text = `a: &a [x, y]\nb: [${Array.from({ length: 4000 }, () => '*a').join(', ')}]\n`;
-    for (const parse of [() => parseConfig(text, { file: 'c.yaml' }), () => parseRlsConfig([{ file: 'r.yaml', text }])]) {
+  it('the alias-cycle check is not quadratic: 8 times the aliases cost under 40 times the time (best of 3; measured 6 to 19, quadratic is 64); the first version resolved each alias by scanning the document', () => {
+    // A ratio of two timings of the same process, not a threshold: a loaded host slows both alike.
+    const doc = (n: number): string => `a: &a [x, y]\nb: [${Array.from({ length: n }, () => '*a').join(', ')}]\n`;
+    const bestOf3 = (parse: () => unknown): number => {
       let best = Infinity;
       for (let i = 0; i < 3; i++) {
         const start = performance.now();
@@ -121,7 +122,14 @@ describe('defects found by fuzzing', () => {
         }
         best = Math.min(best, performance.now() - start);
       }
-      expect(best).toBeLessThan(250);
+      return best;
+    };
+    const small = doc(2000);
+    const large = doc(16000);
+    for (const parse of [(text: string) => parseConfig(text, { file: 'c.yaml' }), (text: string) => parseRlsConfig([{ file: 'r.yaml', text }])]) {
+      bestOf3(() => parse(large)); // warm up
+      const ratio = bestOf3(() => parse(large)) / Math.max(bestOf3(() => parse(small)), 0.5);
+      expect(ratio).toBeLessThan(40);
     }
   });
 

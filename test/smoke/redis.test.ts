@@ -53,7 +53,7 @@ describe('a limiter chain on Redis (server time)', () => {
     for (let i = 0; i < 5; i++) decisions.push(await limiter.check(ctx));
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
     const rejected = decisions[3];
-    expect(rejected?.limit).toBe('otp-recipient');
+    expect(rejected?.limitName).toBe('otp-recipient');
     expect(rejected?.status).toBe(429);
     // GCRA at 3 per 15 min: the next one fits one emission interval (5 min) after the first, give or take the round trips.
     expect(rejected?.retryAfterMs).toBeGreaterThan(290_000);
