@@ -28,7 +28,7 @@ export interface RuntimeOptions {
    * dependency), `new Redis(url)`, or `new Cluster([url])` with `cluster: true`.
    */
   readonly connectRedis?:
-    | ((url: string, store: RedisStoreConfig, name: string, onError: (error: unknown) => void) => OwnedRedisClient | Promise<OwnedRedisClient>)
+    | ((url: string, store: RedisStoreConfig, name: string, onClientError: (error: unknown) => void) => OwnedRedisClient | Promise<OwnedRedisClient>)
     | undefined;
   /** Time source of every limiter. Default the system clock. */
   readonly clock?: Clock | undefined;
@@ -103,7 +103,7 @@ function sameStore(a: StoreConfig | 'implicit', b: StoreConfig | 'implicit'): bo
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onError: (error: unknown) => void): Promise<OwnedRedisClient> {
+async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onClientError: (error: unknown) => void): Promise<OwnedRedisClient> {
   const name = 'ioredis';
   let mod: IoredisModule;
   try {
@@ -114,7 +114,7 @@ async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: s
   // Commands fail fast while disconnected, so the limiter's fail modes decide instead of a growing queue.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: true };
   const client = store.cluster === true ? new mod.Cluster([url], { redisOptions: options }) : new mod.default(url, options);
-  client.on('error', onError);
+  client.on('error', onClientError);
   return {
     client,
     close: async () => {

@@ -564,7 +564,7 @@ class ChainLimiter implements Limiter {
       if (r === undefined) {
         out[i] = {
           name: limit.name, allowed: true, remaining: p.limit, resetMs: 0, retryAfterMs: 0, limit: p.limit, windowMs: p.windowMs,
-          source: 'none', shadow: limit.shadow, purpose: limit.purpose, failMode: failModes?.[i],
+          source: 'none', shadow: limit.shadow, purpose: limit.purpose, onError: failModes?.[i],
           listed: screen === undefined ? undefined : screen.denied !== undefined ? 'deny' : screen.skip[i] === true ? 'allow' : undefined,
         };
         continue;
@@ -572,7 +572,7 @@ class ChainLimiter implements Limiter {
       out[i] = {
         name: limit.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, limit: p.limit,
         windowMs: p.windowMs, source: local?.[i] === true ? 'local' : failModes?.[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
-        purpose: limit.purpose, failMode: failModes?.[i], listed: undefined,
+        purpose: limit.purpose, onError: failModes?.[i], listed: undefined,
       };
       if (!r.allowed) {
         if (limit.shadow) {
