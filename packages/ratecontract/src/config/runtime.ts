@@ -71,7 +71,7 @@ export interface ContractRuntime {
   /** The most specific route for a request, or `undefined` when no route matches (such a request is not limited). */
   route(method: string, path: string): RouteMatch<RuntimeRoute> | undefined;
   /** The `http` section as adapter options (`identify` is left to the caller: see `config.http.identify`). */
-  readonly guardOptions: Pick<GuardOptions<unknown>, 'trustProxy' | 'forwardedHeader' | 'ipv6Prefix' | 'ipv4Prefix' | 'advertise' | 'headers' | 'legacyHeaders' | 'advertiseCapacity' | 'windowCap' | 'maxBodyBytes'>;
+  readonly guardOptions: Pick<GuardOptions<unknown>, 'trustProxy' | 'forwardedHeader' | 'ipv6Prefix' | 'ipv4Prefix' | 'advertise' | 'fields' | 'legacyHeaders' | 'advertiseCapacity' | 'windowCap' | 'maxBodyBytes'>;
   /** Stops the limiters' background work and closes the Redis clients the runtime opened. */
   close(): Promise<void>;
 }
@@ -254,7 +254,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
       ...(h.ipv6Prefix !== undefined && { ipv6Prefix: h.ipv6Prefix }),
       ...(h.ipv4Prefix !== undefined && { ipv4Prefix: h.ipv4Prefix }),
       ...(h.advertise !== undefined && { advertise: h.advertise }),
-      ...(h.headers !== undefined && { headers: h.headers }),
+      ...(h.fields !== undefined && { fields: h.fields }),
       ...(h.legacyHeaders !== undefined && { legacyHeaders: h.legacyHeaders }),
       ...(h.advertiseCapacity !== undefined && { advertiseCapacity: h.advertiseCapacity }),
       ...(h.windowCap !== undefined && { windowCap: h.windowCap }),

@@ -35,7 +35,7 @@ export class Unexpected {
 /** Every option an adapter takes (`HttpGuard` validates them; adapters pass theirs through). */
 const GUARD_OPTIONS: readonly string[] = [
   'identify', 'context', 'cost', 'limiterFor', 'maxBodyBytes', 'readBody', 'errorRetryAfter', 'onUnexpectedError', 'delay',
-  'advertise', 'headers', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'partitionKeys', 'partitionKeySecret', 'clock',
+  'advertise', 'fields', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'partitionKeys', 'partitionKeySecret', 'clock',
   'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix', 'shedder', 'criticality',
 ];
 
@@ -167,7 +167,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       options.readBody !== true &&
       this.ip.trust.kind === 'none' &&
       !t.body &&
-      !t.headers &&
+      !t.readsHeaders &&
       !t.leases &&
       !t.settles &&
       !isAdvertising(false, this.response) &&
@@ -228,7 +228,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
    * runtime builds headers lazily skip building them when this is false.
    */
   needsHeaders(limiter: Limiter): boolean {
-    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).headers;
+    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).readsHeaders;
   }
 
   /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle, a shed ticket). */
@@ -378,7 +378,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
   #context(facts: RequestFacts<Req>, limiter: Limiter, principal: string | undefined, body: unknown): RequestContext {
     const t = this.#traitsOf(limiter);
     const proxied = this.ip.trust.kind !== 'none';
-    const headers = proxied || t.headers || t.body || this.#options.readBody === true ? facts.headers : undefined;
+    const headers = proxied || t.readsHeaders || t.body || this.#options.readBody === true ? facts.headers : undefined;
     return baseContext(facts.remoteAddress, facts.method, facts.url, headers, this.ip, t, principal, body);
   }
 
