@@ -83,7 +83,7 @@ async function runLoad(l: { shared: Limiter; abuse: Limiter }, stop: () => boole
         continue;
       }
       const r = d.results[0];
-      out.push({ t: Date.now(), key, which, ms: performance.now() - started, source: r?.source ?? 'none', failMode: r?.failMode, count: N - (r?.remaining ?? N) });
+      out.push({ t: Date.now(), key, which, ms: performance.now() - started, source: r?.source ?? 'none', failMode: r?.onError, count: N - (r?.remaining ?? N) });
     }
   }
   await Promise.all(Array.from({ length: LANES }, lane));

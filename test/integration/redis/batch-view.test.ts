@@ -117,7 +117,7 @@ async function compare(specs: readonly LimitSpec[], plan: readonly Batch[], clie
         const key = `${prefix}${limit.id}:${o.key}`;
         if (seen.has(key)) shared++;
         seen.add(key);
-        ops.push({ limit, key: String(o.key), cost: o.cost ?? limit.cost, leaseId: limit.algorithm === 'concurrency' ? `lease-${lease++}` : undefined });
+        ops.push({ spec: limit, key: String(o.key), cost: o.cost ?? limit.cost, leaseId: limit.algorithm === 'concurrency' ? `lease-${lease++}` : undefined });
         keys.push(key);
       }
       chains.push({ ops, now: clientTime ? at : undefined });
@@ -176,7 +176,7 @@ describe('chain.lua: one read and one write per distinct key per call', () => {
     const keys: string[] = [];
     for (let c = 0; c < 16; c++) {
       const userKeys = [`r${c}`, 't', 'ip', 'all'];
-      chains.push({ ops: otp.map((limit, i) => ({ limit, key: userKeys[i] as string, cost: 1, leaseId: undefined })), now: undefined });
+      chains.push({ ops: otp.map((limit, i) => ({ spec: limit, key: userKeys[i] as string, cost: 1, leaseId: undefined })), now: undefined });
       otp.forEach((limit, i) => keys.push(`${prefix}${limit.id}:${userKeys[i] as string}`));
     }
     const before = await commandCalls();
@@ -190,9 +190,9 @@ describe('chain.lua: one read and one write per distinct key per call', () => {
   it('a batch of 16 concurrency checks on one key holding 100 leases reads and writes the lease list once', async () => {
     const limit = compileLimit({ name: 'c', purpose: 'shedding', algorithm: 'concurrency', limit: 200, window: 60_000 }, 'limits[0]', new Set());
     const key = `bv:${randomBytes(5).toString('hex')}:c:k`;
-    const fill: ChainCall[] = Array.from({ length: 100 }, (_, i) => ({ ops: [{ limit, key: 'k', cost: 1, leaseId: `held-${i}` }], now: undefined }));
+    const fill: ChainCall[] = Array.from({ length: 100 }, (_, i) => ({ ops: [{ spec: limit, key: 'k', cost: 1, leaseId: `held-${i}` }], now: undefined }));
     await runScript(Array<string>(100).fill(key), batchArgs(fill, 0, false));
-    const batch: ChainCall[] = Array.from({ length: 16 }, (_, i) => ({ ops: [{ limit, key: 'k', cost: 1, leaseId: `new-${i}` }], now: undefined }));
+    const batch: ChainCall[] = Array.from({ length: 16 }, (_, i) => ({ ops: [{ spec: limit, key: 'k', cost: 1, leaseId: `new-${i}` }], now: undefined }));
     const before = await commandCalls();
     const reply = decodeBatchReply(await runScript(Array<string>(16).fill(key), batchArgs(batch, 0, false)), batch, false);
     const after = await commandCalls();
@@ -205,7 +205,7 @@ describe('chain.lua: one read and one write per distinct key per call', () => {
     const gcra = compileLimit({ name: 'g', purpose: 'shedding', algorithm: 'gcra', limit: 2, window: 60_000 }, 'limits[0]', new Set());
     const queue = compileLimit({ name: 'q', purpose: 'shedding', algorithm: 'leaky-bucket', mode: 'queue', limit: 10, window: 1000 }, 'limits[1]', new Set());
     const prefix = `bv:${randomBytes(5).toString('hex')}:`;
-    const op = (limit: CompiledLimit, key: string, cost: number): StoreOp => ({ limit, key, cost, leaseId: undefined });
+    const op = (limit: CompiledLimit, key: string, cost: number): StoreOp => ({ spec: limit, key, cost, leaseId: undefined });
     const chains: ChainCall[] = [
       { ops: [op(gcra, 'a', 1)], now: undefined },
       { ops: [op(gcra, 'a', 1)], now: undefined },
@@ -214,7 +214,7 @@ describe('chain.lua: one read and one write per distinct key per call', () => {
       { ops: [op(queue, 'b', 1)], now: undefined },
       { ops: [op(queue, 'b', 1)], now: undefined },
     ];
-    const keys = chains.map((c) => `${prefix}${c.ops[0]?.limit.id as string}:${c.ops[0]?.key as string}`);
+    const keys = chains.map((c) => `${prefix}${c.ops[0]?.spec.id as string}:${c.ops[0]?.key as string}`);
     const reply = (await runScript(keys, batchArgs(chains, 0, false))) as number[];
     // now; admitted x2 (remaining, reset); rejected (-2, remaining, reset, retry); a cost-0 peek (-1, remaining, reset);
     // a queued admission without delay, then one with a delay (-3, remaining, reset, delay).

@@ -41,8 +41,8 @@ describe.each(['ioredis', 'node-redis'] as const)('Cluster with %s (server time)
     const wide = limit('wide', 'gcra', 5);
     const tight = limit('tight', 'fixed-window', 1);
     const ops = (): StoreOp[] => [
-      { limit: wide, key: 'user-1', cost: 1, leaseId: undefined },
-      { limit: tight, key: 'user-1', cost: 1, leaseId: undefined },
+      { spec: wide, key: 'user-1', cost: 1, leaseId: undefined },
+      { spec: tight, key: 'user-1', cost: 1, leaseId: undefined },
     ];
     expect(keySlot(store.keyFor(wide.id, 'user-1'))).not.toBe(keySlot(store.keyFor(tight.id, 'user-1')));
     const first = await store.evaluate(ops(), 0);
@@ -89,7 +89,7 @@ describe('slot groups (standalone server addressed as a Cluster)', () => {
       expect(store.clientInfo.cluster).toBe(true);
       const ok = limit('ok', 'gcra', 3);
       const boom = limit('boom', 'gcra', 3);
-      const op = (l: CompiledLimit): StoreOp => ({ limit: l, key: 'k', cost: 1, leaseId: undefined });
+      const op = (l: CompiledLimit): StoreOp => ({ spec: l, key: 'k', cost: 1, leaseId: undefined });
       await expect(store.evaluate([op(ok), op(boom)], 0)).rejects.toThrow('LOADING simulated');
       expect(await (io.client as Redis).keys('grp:*')).toEqual([]);
       const alone = await store.evaluate([op(ok)], 0);

@@ -53,7 +53,7 @@ routes:
       const d = await rt.route('GET', '/a')?.value.limiter?.check({ ip: '203.0.113.6' });
       expect(d?.allowed).toBe(true);
       expect(d?.outcome).toBe('degraded');
-      expect(d?.results[0]?.failMode).toBe('degraded');
+      expect(d?.results[0]?.onError).toBe('degraded');
       expect(errors).toContain('shared');
     } finally {
       await rt.close();

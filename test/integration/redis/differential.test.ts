@@ -111,7 +111,7 @@ async function clientTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
     const step = steps[s] as Step;
     now += step.dt;
     const key = `k${step.key}`;
-    const op: StoreOp = { limit, key, cost: step.cost, leaseId: v.algorithm === 'concurrency' ? `lease-${s}` : undefined };
+    const op: StoreOp = { spec: limit, key, cost: step.cost, leaseId: v.algorithm === 'concurrency' ? `lease-${s}` : undefined };
     // The reference: the pure algorithm, as runChain applies it to a one-op chain.
     const pre = states.get(step.key);
     const r = algo.decide(pre, now, step.cost, limit.params, op.leaseId);
@@ -186,7 +186,7 @@ async function serverTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
     const step = steps[s] as Step;
     const key = `k${step.key}`;
     const redisKey = store.keyFor(limit.id, key);
-    const op: StoreOp = { limit, key, cost: step.cost, leaseId: v.algorithm === 'concurrency' ? `lease-${s}` : undefined };
+    const op: StoreOp = { spec: limit, key, cost: step.cost, leaseId: v.algorithm === 'concurrency' ? `lease-${s}` : undefined };
     const pre = states.get(step.key);
     const before = await serverNow(client);
     const [full] = await store.evaluate([op], 0);
@@ -301,13 +301,13 @@ describe('the sliding-window twin where doubles would round the wrong way (clien
       // Both sides start from the same stored state: a previous window's count of prev.
       await client.set(store.keyFor(limit.id, 'k'), Buffer.from(encodeState('sliding-window', state)), 'PX', 600_000);
       const want = expected(algorithms['sliding-window'].decide(state, now, cost, limit.params), cost);
-      const got = figuresOf((await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], now))[0]);
+      const got = figuresOf((await store.evaluate([{ spec: limit, key: 'k', cost, leaseId: undefined }], now))[0]);
       expect(got).toEqual(want);
       if (got !== undefined && got.allowed === false) {
         // At the reported retry instant both admit; one ms before, both reject.
         for (const at of [now + got.retryAfterMs, now + got.retryAfterMs - 1]) {
           await client.set(store.keyFor(limit.id, 'k'), Buffer.from(encodeState('sliding-window', state)), 'PX', 600_000);
-          const again = figuresOf((await store.evaluate([{ limit, key: 'k', cost, leaseId: undefined }], at))[0]);
+          const again = figuresOf((await store.evaluate([{ spec: limit, key: 'k', cost, leaseId: undefined }], at))[0]);
           expect(again).toEqual(expected(algorithms['sliding-window'].decide(state, at, cost, limit.params), cost));
           expect(again?.allowed).toBe(at === now + got.retryAfterMs);
         }

@@ -95,7 +95,7 @@ describe('keys in Redis (server time)', () => {
       store,
     });
     const [limit] = limiter.limits;
-    const op = { limit: limit as NonNullable<typeof limit>, key: '198.51.100.1', cost: 1, leaseId: undefined };
+    const op = { spec: limit as NonNullable<typeof limit>, key: '198.51.100.1', cost: 1, leaseId: undefined };
     await store.evaluate([op], 0);
     expect(await scanAll(client, 'kr:*')).toHaveLength(1);
     await store.refund([op], 0);

@@ -33,8 +33,8 @@ const lease = compileLimit({ name: 'ns-lease', purpose: 'shedding', algorithm: '
 
 function opsFor(n: number): StoreOp[] {
   return [
-    { limit: gcra, key: 'k', cost: 1, leaseId: undefined },
-    { limit: lease, key: 'k', cost: 1, leaseId: `lease-${n}` },
+    { spec: gcra, key: 'k', cost: 1, leaseId: undefined },
+    { spec: lease, key: 'k', cost: 1, leaseId: `lease-${n}` },
   ];
 }
 

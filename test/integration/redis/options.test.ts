@@ -67,7 +67,7 @@ describe('redisStore options', () => {
   it('a failing client makes evaluate reject (the limiter then applies onError)', async () => {
     const { compileLimit } = await import('../../../packages/ratecontract/src/core/compile.js');
     const limit = compileLimit({ name: 'f', purpose: 'abuse', limit: 1, window: '1s' }, 'limits[0]', new Set());
-    await expect(redisStore({ client: io }).evaluate([{ limit, key: 'k', cost: 1, leaseId: undefined }], 0)).rejects.toThrow('not connected');
+    await expect(redisStore({ client: io }).evaluate([{ spec: limit, key: 'k', cost: 1, leaseId: undefined }], 0)).rejects.toThrow('not connected');
   });
 });
 

@@ -123,7 +123,7 @@ describe('peek.lua in server time', () => {
       let compared = 0;
       for (let i = 0; i < 60; i++) {
         const cost = [0, 1, 1, 2, 5][i % 5] as number;
-        const op: StoreOp = { limit, key: `k${i % 2}`, cost, leaseId: v.algorithm === 'concurrency' ? `l${i}` : undefined };
+        const op: StoreOp = { spec: limit, key: `k${i % 2}`, cost, leaseId: v.algorithm === 'concurrency' ? `l${i}` : undefined };
         if (i % 3 !== 2) await store.evaluate([{ ...op, cost: 1 }], 0);
         const key = store.keyFor(limit.id, op.key);
         const before = await io().getBuffer(key);

@@ -129,7 +129,7 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
             const at = now;
             // Every check of a tick is in flight at once, old and new interleaved.
             const sent = tick.checks.map((c) => {
-              const op: StoreOp = { limit, key: `user-${c.key}`, cost: c.cost, leaseId: v.algorithm === 'concurrency' ? `l${lease++}` : undefined };
+              const op: StoreOp = { spec: limit, key: `user-${c.key}`, cost: c.cost, leaseId: v.algorithm === 'concurrency' ? `l${lease++}` : undefined };
               return { c, op, reply: fleets[c.fleet].evaluate([op], at) };
             });
             const replies = await Promise.all(sent.map((s) => s.reply));
@@ -168,7 +168,7 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
     // Server time: both fleets decide at Redis's clock, in one aligned minute unless the run straddles a boundary.
     const [sec] = (await news().time()) as unknown as [string];
     if (Number(sec) % 60 > 55) await new Promise((r) => setTimeout(r, 6000));
-    const op = (): StoreOp => ({ limit, key: 'hot', cost: 1, leaseId: undefined });
+    const op = (): StoreOp => ({ spec: limit, key: 'hot', cost: 1, leaseId: undefined });
     const [a, b] = await Promise.all([
       Promise.all(Array.from({ length: 50 }, () => old.evaluate([op()], 0))),
       Promise.all(Array.from({ length: 50 }, () => fresh.evaluate([op()], 0))),
@@ -182,7 +182,7 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
     const prefix = `deploy-lease:${randomBytes(5).toString('hex')}:`;
     const old = new FormatOneStore({ client: olds(), prefix, timeMode: 'server' });
     const fresh = redisStore({ client: news(), prefix, timeMode: 'server' });
-    const ops = (tag: string): StoreOp[] => Array.from({ length: 50 }, (_, i) => ({ limit, key: 'pool', cost: 1, leaseId: `${tag}-${i}` }));
+    const ops = (tag: string): StoreOp[] => Array.from({ length: 50 }, (_, i) => ({ spec: limit, key: 'pool', cost: 1, leaseId: `${tag}-${i}` }));
     const oldOps = ops('old');
     const newOps = ops('new');
     const [a, b] = await Promise.all([Promise.all(oldOps.map((op) => old.evaluate([op], 0))), Promise.all(newOps.map((op) => fresh.evaluate([op], 0)))]);
@@ -192,10 +192,10 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
     expect([oldHeld.length, newHeld.length]).toEqual([5, 5]);
     // Releasing an old lease frees room in the old namespace only.
     await old.release(oldHeld[0] as StoreOp, 0);
-    expect((await fresh.evaluate([{ limit, key: 'pool', cost: 1, leaseId: 'new-late' }], 0))[0]?.allowed).toBe(false);
-    expect((await old.evaluate([{ limit, key: 'pool', cost: 1, leaseId: 'old-late' }], 0))[0]?.allowed).toBe(true);
+    expect((await fresh.evaluate([{ spec: limit, key: 'pool', cost: 1, leaseId: 'new-late' }], 0))[0]?.allowed).toBe(false);
+    expect((await old.evaluate([{ spec: limit, key: 'pool', cost: 1, leaseId: 'old-late' }], 0))[0]?.allowed).toBe(true);
     await fresh.release(newHeld[0] as StoreOp, 0);
-    expect((await fresh.evaluate([{ limit, key: 'pool', cost: 1, leaseId: 'new-later' }], 0))[0]?.allowed).toBe(true);
+    expect((await fresh.evaluate([{ spec: limit, key: 'pool', cost: 1, leaseId: 'new-later' }], 0))[0]?.allowed).toBe(true);
   });
 
   it('limiter.reset on a format-2 process clears the key in both namespaces (a reset mid-deploy reaches the old processes too)', async () => {
@@ -209,12 +209,12 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
       expect(formatOneKey(prefix, id, 'alice', undefined)).toBe(formatOneStateKey(prefix, id, 'alice'));
       expect(store.keyFor(id, 'alice')).toBe(formatOneStateKey(prefix, id, 'alice').replace(`${id}:`, `${id}:v2:`));
       const compiled = limiter.limits[0] as CompiledLimit;
-      expect((await old.evaluate([{ limit: compiled, key: 'alice', cost: 1, leaseId: undefined }], 0))[0]?.allowed).toBe(true);
+      expect((await old.evaluate([{ spec: compiled, key: 'alice', cost: 1, leaseId: undefined }], 0))[0]?.allowed).toBe(true);
       expect((await limiter.check({ principal: 'alice' })).allowed).toBe(true);
       expect(await news().exists(formatOneStateKey(prefix, id, 'alice'), store.keyFor(id, 'alice'))).toBe(2);
       await limiter.reset('otp', { principal: 'alice' });
       expect(await news().exists(formatOneStateKey(prefix, id, 'alice'), store.keyFor(id, 'alice'))).toBe(0);
-      expect((await old.evaluate([{ limit: compiled, key: 'alice', cost: 1, leaseId: undefined }], 0))[0]?.allowed).toBe(true);
+      expect((await old.evaluate([{ spec: compiled, key: 'alice', cost: 1, leaseId: undefined }], 0))[0]?.allowed).toBe(true);
     } finally {
       await limiter.close();
     }
@@ -227,12 +227,12 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
     const fixed = limitOf({ algorithm: 'fixed-window' }, 3, 60_000);
     // A full window (3 of 3) in format 2, under the key a format-1 process would read.
     await olds().set(old.keyFor(fixed.id, 'k'), Buffer.from(encodeState('fixed-window', { w: Math.floor(now / 60_000) * 60_000, c: 3 })), 'PX', 600_000);
-    expect((await old.evaluate([{ limit: fixed, key: 'k', cost: 1, leaseId: undefined }], now))[0]).toMatchObject({ allowed: true, remaining: 2 });
+    expect((await old.evaluate([{ spec: fixed, key: 'k', cost: 1, leaseId: undefined }], now))[0]).toMatchObject({ allowed: true, remaining: 2 });
     const pool = limitOf({ algorithm: 'concurrency' }, 1, 60_000);
     await olds().set(old.keyFor(pool.id, 'k'), Buffer.from(encodeState('concurrency', [{ exp: now + 60_000, cost: 1, id: 'held' }])), 'PX', 600_000);
-    expect((await old.evaluate([{ limit: pool, key: 'k', cost: 1, leaseId: 'x' }], now))[0]?.allowed).toBe(true);
+    expect((await old.evaluate([{ spec: pool, key: 'k', cost: 1, leaseId: 'x' }], now))[0]?.allowed).toBe(true);
     const gcra = limitOf({ algorithm: 'gcra' }, 3, 60_000);
     await olds().set(old.keyFor(gcra.id, 'k'), Buffer.from(encodeState('gcra', { t: now + 60_000, f: 0 })), 'PX', 600_000);
-    await expect(old.evaluate([{ limit: gcra, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow();
+    await expect(old.evaluate([{ spec: gcra, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow();
   });
 });

@@ -174,6 +174,6 @@ describe('state format 2: the TypeScript codec and the Lua twins pack the same b
     const store = redisStore({ client: io(), prefix: `sf:${randomBytes(4).toString('hex')}:`, timeMode: 'client', ttlGraceMs: 60_000, batch: false });
     const now = 1_700_000_000_000;
     await io().set(store.keyFor(limit.id, 'k'), `${Math.floor(now / 60_000) * 60_000} 3`, 'PX', 60_000);
-    await expect(store.evaluate([{ limit, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow(/stored fixed-window state has 15 bytes/);
+    await expect(store.evaluate([{ spec: limit, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow(/stored fixed-window state has 15 bytes/);
   });
 });

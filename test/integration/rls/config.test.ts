@@ -119,7 +119,7 @@ descriptors:
 
 describe('audit --rls', () => {
   it('reports the drop-in default purpose, a replaces to no rule and a block; a stated rule gets the library\'s findings', async () => {
-    const { auditRls } = await import('../../../packages/cli/src/rls/audit.js');
+    const { auditRls } = await import('../../../packages/cli/src/rls/rls-audit.js');
     const audit = auditRls(
       load(`
 domain: d
@@ -154,13 +154,13 @@ descriptors:
   });
 
   it('an acknowledged abuse rule that fails open gets the contract audit\'s finding', async () => {
-    const { auditRls } = await import('../../../packages/cli/src/rls/audit.js');
+    const { auditRls } = await import('../../../packages/cli/src/rls/rls-audit.js');
     const audit = auditRls(load('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 5, purpose: abuse, onError: open, acknowledgeFailOpen: the IdP locks out, reason: guessing, algorithm: gcra }\n'));
     expect(audit.findings.map((f) => [f.code, f.severity])).toEqual([['RC_AUDIT_ABUSE_FAIL_OPEN', 'warn']]);
   });
 
   it('a stated rule without reason, in shadow: the contract audit\'s codes and severities', async () => {
-    const { auditRls } = await import('../../../packages/cli/src/rls/audit.js');
+    const { auditRls } = await import('../../../packages/cli/src/rls/rls-audit.js');
     const audit = auditRls(load('domain: d\ndescriptors:\n  - key: k\n    shadow_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 5, purpose: shedding, onError: degraded, algorithm: gcra }\n'));
     expect(audit.findings.map((f) => [f.code, f.severity])).toEqual([
       ['RC_AUDIT_NO_REASON', 'warn'],

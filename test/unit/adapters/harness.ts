@@ -8,7 +8,7 @@ import type { Advertise, HeaderShape, TrustProxy } from '../../../packages/ratec
 /** Adapter-neutral options: each app factory turns them into its adapter's options. */
 export interface SuiteOptions {
   readonly advertise?: Advertise;
-  readonly headers?: HeaderShape;
+  readonly fields?: HeaderShape;
   readonly legacyHeaders?: boolean;
   readonly advertiseCapacity?: boolean;
   readonly trustProxy?: TrustProxy;

@@ -117,7 +117,7 @@ describe.each(cases)('%s: the memory store\'s single-op path decides as runChain
         let now = start;
         steps.forEach((s, i) => {
           now += s.dt;
-          const op: StoreOp = { limit, key: s.key, cost: s.cost, leaseId: algo.name === 'concurrency' ? `lease-${i}` : undefined };
+          const op: StoreOp = { spec: limit, key: s.key, cost: s.cost, leaseId: algo.name === 'concurrency' ? `lease-${i}` : undefined };
           const [got] = store.evaluateSync([op], now);
           const [want] = runChain([op], now, {
             get: () => reference.get(s.key),

@@ -50,7 +50,7 @@ const validDocArb = fc
     replicas: fc.constantFrom(1, 4),
     limits: fc.uniqueArray(validLimitArb, { maxLength: 3, selector: (l) => l.name }),
     routes: fc.constantFrom([{ match: 'GET /a', limits: [] }], [{ match: '* /static/*', limits: [] }, { match: 'GET /:id', limits: [] }]),
-    http: fc.constantFrom({}, { trustProxy: ['10.0.0.0/8'], identify: { header: 'x-user' } }, { identify: { jwt: { secret: 's' } }, headers: false }),
+    http: fc.constantFrom({}, { trustProxy: ['10.0.0.0/8'], identify: { header: 'x-user' } }, { identify: { jwt: { secret: 's' } }, fields: false }),
   })
   .map((d) => ({ ...d, routes: [...d.routes, { match: 'POST /x', limits: d.limits.map((l) => l.name) }] }));
 

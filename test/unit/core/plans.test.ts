@@ -145,7 +145,7 @@ describe('plans: an unknown plan is answered by the fail mode', () => {
       for (let i = 0; i < 3; i++) outcomes.push(await limiter.check(ctx('platinum')));
       outcomes.push(await limiter.check(ctx(undefined)));
       expect(outcomes.map((d) => d.outcome)).toEqual(onError === 'open' ? ['fail-open', 'fail-open', 'fail-open', 'fail-open'] : ['degraded', 'degraded', 'rejected', 'rejected']);
-      expect(outcomes[0]?.results[0]).toMatchObject({ failMode: onError, limit: 2 });
+      expect(outcomes[0]?.results[0]).toMatchObject({ onError, limit: 2 });
       expect(events).toHaveLength(4);
       expect(events[0]).toMatchObject({ limit: 'tenant', plan: 'platinum', error: { code: 'RC_UNKNOWN_PLAN' } });
       expect(events[3]).toMatchObject({ plan: undefined });

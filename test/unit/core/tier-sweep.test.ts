@@ -52,7 +52,7 @@ function gated(clock: ManualClock): Store & { hold: boolean; release_(): void; r
   return s;
 }
 
-const op = (limit: CompiledLimit, key: string, cost = 1): StoreOp => ({ limit, key, cost, leaseId: undefined });
+const op = (limit: CompiledLimit, key: string, cost = 1): StoreOp => ({ spec: limit, key, cost, leaseId: undefined });
 
 /** What the shared store counts for `key` (remaining of a cost-0 peek). */
 async function sharedRemaining(store: Store, limit: CompiledLimit, key: string, now: number): Promise<number> {

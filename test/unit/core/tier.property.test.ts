@@ -258,7 +258,7 @@ describe('two-tier: the local pre-filter never rejects what the shared limit wou
             // Decided without a store call: the pre-filter refused it.
             local++;
             expect(d.allowed).toBe(false);
-            const op = { limit: limit as NonNullable<typeof limit>, key: `k${s.key}`, cost: 1, leaseId: undefined };
+            const op = { spec: limit as NonNullable<typeof limit>, key: `k${s.key}`, cost: 1, leaseId: undefined };
             const truth = inner.evaluateSync([op], clock.first)[0];
             expect(truth?.allowed, 'the shared limit would have admitted it at the check\'s instant').toBe(false);
             expect(d.retryAfterMs).toBeGreaterThanOrEqual(truth?.retryAfterMs ?? Infinity);

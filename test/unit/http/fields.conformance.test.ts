@@ -229,7 +229,7 @@ describe('Retry-After property', () => {
         for (const step of steps) {
           clock.advance(step.dt);
           const d = await limiter.check(ctx, { cost: step.cost });
-          const r = map(limiter, d, ctx, { headers: shape });
+          const r = map(limiter, d, ctx, { fields: shape });
           if (shape === 'draft-10') conform(r);
           if (d.allowed) {
             expect(r.status).toBe(200);

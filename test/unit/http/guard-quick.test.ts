@@ -38,7 +38,7 @@ function viaDecide(guard: HttpGuard<Req>, f: RequestFacts<Req>): Promise<GuardRe
 async function viaQuick(guard: HttpGuard<Req>, f: RequestFacts<Req>): Promise<GuardResult | 'not quick'> {
   const q = guard.quick(f.remoteAddress, f.method, f.url);
   if (q === undefined || q instanceof Unexpected) return 'not quick';
-  if (q.allowed && q.delayMs <= 0) return { kind: 'proceed', decision: q, headers: {}, leases: false };
+  if (q.allowed && q.delayMs <= 0) return { kind: 'proceed', decision: q, headers: {}, holdsSettlements: false };
   return new Promise((resolve) => guard.conclude(q, f, resolve));
 }
 

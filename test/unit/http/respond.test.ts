@@ -178,27 +178,27 @@ describe('mapDecision', () => {
 
   it('sends the draft-7, draft-6 and legacy shapes behind options, for one limit', async () => {
     const limits = [abuse({ name: 'a', limit: 5, window: '1m', key: 'principal' }), abuse({ name: 'b', limit: 3, window: '10s', key: 'principal' })];
-    const seven = await answer(setup(limits).limiter, { principal: 'u' }, { headers: 'draft-7' });
+    const seven = await answer(setup(limits).limiter, { principal: 'u' }, { fields: 'draft-7' });
     expect(parseDictionary(seven.headers['RateLimit'] ?? '').get('remaining')?.[0]).toBe(2);
     expect(seven.headers['RateLimit']).toBe('limit=3, remaining=2, reset=4');
     expect(seven.headers['RateLimit-Policy']).toBe('3;w=10');
-    const six = await answer(setup(limits).limiter, { principal: 'u' }, { headers: 'draft-6' });
+    const six = await answer(setup(limits).limiter, { principal: 'u' }, { fields: 'draft-6' });
     expect(six.headers).toEqual({ 'RateLimit-Limit': '3', 'RateLimit-Remaining': '2', 'RateLimit-Reset': '4', 'RateLimit-Policy': '3;w=10' });
     expect(parseItem(six.headers['RateLimit-Limit'] ?? '')[0]).toBe(3);
     const { limiter, clock } = setup(limits);
-    const legacy = await answer(limiter, { principal: 'u' }, { headers: false, legacyHeaders: true, clock });
+    const legacy = await answer(limiter, { principal: 'u' }, { fields: false, legacyHeaders: true, clock });
     expect(legacy.headers).toEqual({
       'X-RateLimit-Limit': '3',
       'X-RateLimit-Remaining': '2',
       'X-RateLimit-Reset': String(Math.ceil(clock.now() / 1000) + 4),
     });
-    const none = await answer(setup(limits).limiter, { principal: 'u' }, { headers: false });
+    const none = await answer(setup(limits).limiter, { principal: 'u' }, { fields: false });
     expect(none.headers).toEqual({});
   });
 
   it('validates options, naming them', () => {
     expect(() => resolveResponseOptions({ advertise: 'sometimes' as 'always' })).toThrow(/advertise/);
-    expect(() => resolveResponseOptions({ headers: 'draft-8' as 'draft-7' })).toThrow(/headers/);
+    expect(() => resolveResponseOptions({ fields: 'draft-8' as 'draft-7' })).toThrow(/fields/);
     expect(() => resolveResponseOptions({ windowCap: '1 minute' as '1m' })).toThrow(/windowCap/);
     expect(() => resolveResponseOptions({ partitionKeySecret: '' })).toThrow(/partitionKeySecret/);
     expect(() => resolveResponseOptions({ legacyHeaders: 'yes' as unknown as boolean })).toThrow(/legacyHeaders/);

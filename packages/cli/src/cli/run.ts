@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { didYouMean } from 'ratecontract/internal';
 import { ArgumentError, EXIT_USAGE, formatUsage, processIo, runCommand, type Command, type CommandIo } from './args.js';
-import { auditCommand } from './audit.js';
+import { auditCommand } from './audit-command.js';
 import { checkCommand } from './check.js';
 import { replayCommand } from './replay-command.js';
 import { rlsCommand } from './rls.js';

@@ -252,7 +252,7 @@ export class LiveStats {
       if (outcome === 'shadow-rejected') ring.add(second, SHADOW);
       else if (outcome === 'rejected' || outcome === 'fail-closed') ring.add(second, REJECTED);
       else ring.add(second, ADMITTED);
-      if (r.failMode !== undefined) ring.add(second, FALLBACK);
+      if (r.onError !== undefined) ring.add(second, FALLBACK);
     }
   }
 }

@@ -8,7 +8,7 @@ import { Counter } from 'prom-client';
 import { memoryStore, type Limiter, type Store } from 'ratecontract';
 import { readNodeBody } from 'ratecontract/http';
 import { authorityHost, closeServer, errorText, listen, origin, sendJson, sendText, startHost, type FrontEnd, type HostContext } from '../host/index.js';
-import { auditRls } from './audit.js';
+import { auditRls } from './rls-audit.js';
 import { loadRlsConfig, type RlsConfig } from './config.js';
 import { RlsEngine, RlsServiceError, type RlsResponse } from './engine.js';
 import { grpcResponse, jsonResponse, requestFrom } from './wire.js';

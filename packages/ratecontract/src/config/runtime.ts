@@ -28,7 +28,7 @@ export interface RuntimeOptions {
    * dependency), `new Redis(url)`, or `new Cluster([url])` with `cluster: true`.
    */
   readonly connectRedis?:
-    | ((url: string, store: RedisStoreConfig, name: string, onError: (error: unknown) => void) => OwnedRedisClient | Promise<OwnedRedisClient>)
+    | ((url: string, store: RedisStoreConfig, name: string, onClientError: (error: unknown) => void) => OwnedRedisClient | Promise<OwnedRedisClient>)
     | undefined;
   /** Time source of every limiter. Default the system clock. */
   readonly clock?: Clock | undefined;
@@ -71,7 +71,7 @@ export interface ContractRuntime {
   /** The most specific route for a request, or `undefined` when no route matches (such a request is not limited). */
   route(method: string, path: string): RouteMatch<RuntimeRoute> | undefined;
   /** The `http` section as adapter options (`identify` is left to the caller: see `config.http.identify`). */
-  readonly guardOptions: Pick<GuardOptions<unknown>, 'trustProxy' | 'forwardedHeader' | 'ipv6Prefix' | 'ipv4Prefix' | 'advertise' | 'headers' | 'legacyHeaders' | 'advertiseCapacity' | 'windowCap' | 'maxBodyBytes'>;
+  readonly guardOptions: Pick<GuardOptions<unknown>, 'trustProxy' | 'forwardedHeader' | 'ipv6Prefix' | 'ipv4Prefix' | 'advertise' | 'fields' | 'legacyHeaders' | 'advertiseCapacity' | 'windowCap' | 'maxBodyBytes'>;
   /** Stops the limiters' background work and closes the Redis clients the runtime opened. */
   close(): Promise<void>;
 }
@@ -103,7 +103,7 @@ function sameStore(a: StoreConfig | 'implicit', b: StoreConfig | 'implicit'): bo
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onError: (error: unknown) => void): Promise<OwnedRedisClient> {
+async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: string, onClientError: (error: unknown) => void): Promise<OwnedRedisClient> {
   const name = 'ioredis';
   let mod: IoredisModule;
   try {
@@ -114,7 +114,7 @@ async function connectWithIoredis(url: string, store: RedisStoreConfig, _name: s
   // Commands fail fast while disconnected, so the limiter's fail modes decide instead of a growing queue.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: true };
   const client = store.cluster === true ? new mod.Cluster([url], { redisOptions: options }) : new mod.default(url, options);
-  client.on('error', onError);
+  client.on('error', onClientError);
   return {
     client,
     close: async () => {
@@ -254,7 +254,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
       ...(h.ipv6Prefix !== undefined && { ipv6Prefix: h.ipv6Prefix }),
       ...(h.ipv4Prefix !== undefined && { ipv4Prefix: h.ipv4Prefix }),
       ...(h.advertise !== undefined && { advertise: h.advertise }),
-      ...(h.headers !== undefined && { headers: h.headers }),
+      ...(h.fields !== undefined && { fields: h.fields }),
       ...(h.legacyHeaders !== undefined && { legacyHeaders: h.legacyHeaders }),
       ...(h.advertiseCapacity !== undefined && { advertiseCapacity: h.advertiseCapacity }),
       ...(h.windowCap !== undefined && { windowCap: h.windowCap }),

@@ -77,7 +77,7 @@ export interface HttpConfig {
   readonly ipv6Prefix?: number | undefined;
   readonly ipv4Prefix?: number | undefined;
   readonly advertise?: Advertise | undefined;
-  readonly headers?: HeaderShape | undefined;
+  readonly fields?: HeaderShape | undefined;
   readonly legacyHeaders?: boolean | undefined;
   readonly advertiseCapacity?: boolean | undefined;
   readonly windowCap?: Duration | undefined;

@@ -105,7 +105,7 @@ const TOP = ['$schema', 'stores', 'replicas', 'limits', 'routes', 'http'] as con
 const MEMORY_KEYS = ['type', 'maxKeys', 'overflowSlots'] as const;
 const REDIS_KEYS = ['type', 'url', 'deadline', 'prefix', 'timeMode', 'cluster', 'breaker', 'keySecretEnv'] as const;
 const HTTP_KEYS = [
-  'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix', 'advertise', 'headers', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'maxBodyBytes', 'identify',
+  'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix', 'advertise', 'fields', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'maxBodyBytes', 'identify',
 ] as const;
 const JWT_KEYS = ['secret', 'publicKeyFile', 'jwksFile', 'claim', 'issuer', 'audience', 'algorithms'] as const;
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;

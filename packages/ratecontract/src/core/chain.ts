@@ -24,22 +24,22 @@ export function runChain(ops: readonly StoreOp[], now: number, access: StateAcce
   let chainAllowed = true;
   for (let i = 0; i < n; i++) {
     const op = ops[i] as StoreOp;
-    const algo = algorithms[op.limit.algorithm];
+    const algo = algorithms[op.spec.algorithm];
     const state = access.get(i);
     states[i] = state;
-    const r = algo.decide(state, now, op.cost, op.limit.params, op.leaseId);
+    const r = algo.decide(state, now, op.cost, op.spec.params, op.leaseId);
     decided[i] = r;
-    if (!r.allowed && !op.limit.shadow) chainAllowed = false;
+    if (!r.allowed && !op.spec.shadow) chainAllowed = false;
   }
   const out = new Array<StoreOpResult>(n);
   for (let i = 0; i < n; i++) {
     const op = ops[i] as StoreOp;
     const r = decided[i] as (typeof decided)[number];
-    if (r.allowed && op.cost > 0 && (chainAllowed || op.limit.countRejected)) {
+    if (r.allowed && op.cost > 0 && (chainAllowed || op.spec.countRejected)) {
       access.set(i, r.state);
       out[i] = { allowed: true, consumed: true, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
     } else if (r.allowed) {
-      const peek = op.cost > 0 ? algorithms[op.limit.algorithm].decide(states[i], now, 0, op.limit.params) : r;
+      const peek = op.cost > 0 ? algorithms[op.spec.algorithm].decide(states[i], now, 0, op.spec.params) : r;
       out[i] = { allowed: true, consumed: false, remaining: peek.remaining, resetMs: peek.resetMs, retryAfterMs: 0, delayMs: 0 };
     } else {
       out[i] = { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
@@ -54,6 +54,6 @@ export function runRefund(ops: readonly StoreOp[], now: number, access: StateAcc
     const op = ops[i] as StoreOp;
     const state = access.get(i);
     if (state === undefined) continue;
-    access.set(i, algorithms[op.limit.algorithm].refund(state, now, op.cost, op.limit.params, op.leaseId));
+    access.set(i, algorithms[op.spec.algorithm].refund(state, now, op.cost, op.spec.params, op.leaseId));
   }
 }

@@ -66,7 +66,7 @@ export class CheckDecision implements Decision {
     const refunds = this.#refunds;
     if (refunds === undefined) return;
     this.#refunds = undefined;
-    const give = refunds.filter(({ op }) => (outcome === 'success' ? true : outcome === 'failure' ? false : !op.limit.isFailure(outcome.status)));
+    const give = refunds.filter(({ op }) => (outcome === 'success' ? true : outcome === 'failure' ? false : !op.spec.isFailure(outcome.status)));
     await Promise.all(
       give.map(async ({ store, circuit, op, now }) => {
         try {
@@ -74,7 +74,7 @@ export class CheckDecision implements Decision {
           if (circuit === undefined) await store.refund([op], now);
           else await circuit.run(() => store.refund([op], now), now);
         } catch (error) {
-          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.spec.name] });
         }
       }),
     );
@@ -91,7 +91,7 @@ export class CheckDecision implements Decision {
           else await circuit.run(() => store.release(op, now), now);
         } catch (error) {
           // The lease expires on its own after the limit's window.
-          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.limit.name] });
+          if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: circuit?.name ?? 'local', kind: store.kind, reason: failureReason(error), error, limits: [op.spec.name] });
         }
       }),
     );

@@ -61,7 +61,7 @@ export class LocalFallback {
     for (let i = 0; i < n; i++) {
       if (failed[i] !== true) continue;
       const op = ops[i] as StoreOp;
-      const limit = op.limit;
+      const limit = op.spec;
       failModes[i] = limit.onError;
       if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limit: limit.name, onError: limit.onError, store: limit.storeName ?? '(default)' });
       if (limit.onError === 'open') {
@@ -78,7 +78,7 @@ export class LocalFallback {
           continue;
         }
       }
-      localOps.push({ ...op, limit: this.limitFor(limit) });
+      localOps.push({ ...op, spec: this.limitFor(limit) });
       localIdx.push(i);
     }
     if (localOps.length > 0) {

@@ -204,7 +204,7 @@ class ChainLimiter implements Limiter {
     if (screen?.terminal === true) return this.#decideListed(screen, options, true);
     const { ops, now, keys, planFailed } = this.#build(ctx, options, screen);
     if (planFailed !== undefined) {
-      const limit = (planFailed.find((op) => op !== undefined) as StoreOp).limit;
+      const limit = (planFailed.find((op) => op !== undefined) as StoreOp).spec;
       throw new UsageError('RC_UNKNOWN_PLAN', `peek: the request names no plan of limit "${limit.name}" (plans: ${[...(limit.plans?.keys() ?? [])].join(', ')}); a check would be decided by its fail mode`);
     }
     const results = new Array<StoreOpResult | undefined>(ops.length);
@@ -242,7 +242,7 @@ class ChainLimiter implements Limiter {
     // Every state the key may have under this limit: one per distinct state id among its plans.
     const ids = new Map<string, CompiledLimit>([[limit.id, limit]]);
     for (const p of limit.plans?.values() ?? []) if (!ids.has(p.id)) ids.set(p.id, p);
-    const ops: StoreOp[] = [...ids.values()].map((l) => ({ limit: l, key, cost: 0, leaseId: undefined }));
+    const ops: StoreOp[] = [...ids.values()].map((l) => ({ spec: l, key, cost: 0, leaseId: undefined }));
     const group = this.#groupOf(limit);
     const clear = group.store.clear?.bind(group.store);
     if (clear === undefined) throw unsupported('reset', group);
@@ -250,7 +250,7 @@ class ChainLimiter implements Limiter {
     await this.#operatorCall(group, 'reset', () => clear(ops, now));
     // The fail modes' local state of the key goes too, so an operator's unblock holds during an outage.
     await this.#fallback.store.clear?.(
-      ops.map((op) => ({ ...op, limit: this.#fallback.limitFor(op.limit) })),
+      ops.map((op) => ({ ...op, spec: this.#fallback.limitFor(op.spec) })),
       now,
     );
     if (resetChannel.hasSubscribers) resetChannel.publish({ limit: limit.name, keyHash: keyHash(raw), by, store: group.name });
@@ -331,7 +331,7 @@ class ChainLimiter implements Limiter {
       fast.store.decideOne(limit, key, cost, now, f);
     } catch (error) {
       fast.group.circuit.record(false, now);
-      return this.#failedSync(fast.group, [{ limit, key, cost, leaseId: undefined }], error, now, keys);
+      return this.#failedSync(fast.group, [{ spec: limit, key, cost, leaseId: undefined }], error, now, keys);
     }
     fast.group.circuit.record(true, now);
     const r = this.#scratch;
@@ -419,7 +419,7 @@ class ChainLimiter implements Limiter {
       }
       const plan = limit.plans === undefined ? limit : this.#planOf(limit, ctx);
       const op: StoreOp = {
-        limit: plan ?? limit,
+        spec: plan ?? limit,
         key: (this.#stateKeys[i] as (raw: string) => string)(raw),
         cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
@@ -529,7 +529,7 @@ class ChainLimiter implements Limiter {
       const op = ops[i];
       if (op !== undefined) {
         failed[i] = true;
-        names.push(op.limit.name);
+        names.push(op.spec.name);
       }
     }
     if (error instanceof StoreTimeoutError && timeoutChannel.hasSubscribers) {
@@ -566,11 +566,11 @@ class ChainLimiter implements Limiter {
       const limit = limits[i] as CompiledLimit;
       const r = results[i];
       // A plan's own figures (its op carries the plan).
-      const p = (ops[i]?.limit ?? limit).params;
+      const p = (ops[i]?.spec ?? limit).params;
       if (r === undefined) {
         out[i] = {
           name: limit.name, allowed: true, remaining: p.limit, resetMs: 0, retryAfterMs: 0, limit: p.limit, windowMs: p.windowMs,
-          source: 'none', shadow: limit.shadow, purpose: limit.purpose, failMode: failModes?.[i],
+          source: 'none', shadow: limit.shadow, purpose: limit.purpose, onError: failModes?.[i],
           listed: screen === undefined ? undefined : screen.denied !== undefined ? 'deny' : screen.skip[i] === true ? 'allow' : undefined,
         };
         continue;
@@ -578,7 +578,7 @@ class ChainLimiter implements Limiter {
       out[i] = {
         name: limit.name, allowed: r.allowed, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, limit: p.limit,
         windowMs: p.windowMs, source: local?.[i] === true ? 'local' : failModes?.[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
-        purpose: limit.purpose, failMode: failModes?.[i], listed: undefined,
+        purpose: limit.purpose, onError: failModes?.[i], listed: undefined,
       };
       if (!r.allowed) {
         if (limit.shadow) {
@@ -596,7 +596,7 @@ class ChainLimiter implements Limiter {
         const op = ops[i];
         if (op !== undefined) {
           refunds ??= [];
-          if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(op.limit) }, now });
+          if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, spec: this.#fallback.limitFor(op.spec) }, now });
           else {
             const group = this.#groupOf(limit);
             refunds.push({ store: group.store, circuit: group.circuit, op, now });
@@ -607,7 +607,7 @@ class ChainLimiter implements Limiter {
         const op = ops[i] as StoreOp;
         leases ??= [];
         if (local?.[i] === true) {
-          leases.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, limit: this.#fallback.limitFor(op.limit) }, now });
+          leases.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, spec: this.#fallback.limitFor(op.spec) }, now });
         } else {
           const group = this.#groupOf(limit);
           leases.push({ store: group.store, circuit: group.circuit, op, now });
@@ -663,8 +663,8 @@ class ChainLimiter implements Limiter {
         for (const i of g.indexes) {
           const op = ops[i];
           const r = results[i];
-          if (op === undefined || r?.consumed !== true || op.limit.countRejected) continue;
-          if (reported[i]?.source === 'local') giveLocal.push({ ...op, limit: this.#fallback.limitFor(op.limit) });
+          if (op === undefined || r?.consumed !== true || op.spec.countRejected) continue;
+          if (reported[i]?.source === 'local') giveLocal.push({ ...op, spec: this.#fallback.limitFor(op.spec) });
           else give.push(op);
         }
         if (giveLocal.length > 0) await this.#fallback.store.refund(giveLocal, now);
@@ -673,7 +673,7 @@ class ChainLimiter implements Limiter {
           await g.circuit.run(() => g.store.refund(give, now), now);
         } catch (error) {
           if (storeErrorChannel.hasSubscribers) {
-            storeErrorChannel.publish({ store: g.name, kind: g.store.kind, reason: failureReason(error), error, limits: give.map((o) => o.limit.name) });
+            storeErrorChannel.publish({ store: g.name, kind: g.store.kind, reason: failureReason(error), error, limits: give.map((o) => o.spec.name) });
           }
         }
       }),

@@ -42,7 +42,8 @@ export interface BreakerOptions {
 
 /** One limit's part of a chain, as a store sees it. */
 export interface StoreOp {
-  readonly limit: CompiledLimit;
+  /** The compiled limit this op meters (its algorithm, figures and fail mode). */
+  readonly spec: CompiledLimit;
   /** The bounded key (long keys are already hashed). */
   readonly key: string;
   /** Cost, an integer >= 0. */

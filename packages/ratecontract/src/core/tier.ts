@@ -281,19 +281,19 @@ export class TierStore implements Store {
     let out: StoreOpResult[] | undefined;
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as StoreOp;
-      if (op.limit.countRejected) return undefined;
-      const f = this.#filters.get(op.limit.id);
-      if (f === undefined || op.limit.shadow) continue;
+      if (op.spec.countRejected) return undefined;
+      const f = this.#filters.get(op.spec.id);
+      if (f === undefined || op.spec.shadow) continue;
       const state = f.states.get(op.key);
       if (state === undefined) continue;
-      const p = op.limit.params;
+      const p = op.spec.params;
       const hi = now + this.#offset.high(now);
       if (f.algo.decide(state, hi, op.cost, p).allowed) continue;
       // Never shorter than the true wait: the latest the store can admit it is the wait from the fullest state it can be in.
       const lo = now + this.#offset.low(now);
       const worst = f.algo.decide(f.algo.decide(undefined, hi, f.algo.capacity(p), p).state, hi, op.cost, p).retryAfterMs;
       const retryAfterMs = worst === Infinity ? Infinity : Math.ceil(hi + worst - lo);
-      out ??= ops.map((o) => NOT_CONSULTED(o.limit));
+      out ??= ops.map((o) => NOT_CONSULTED(o.spec));
       out[i] = { allowed: false, consumed: false, remaining: 0, resetMs: retryAfterMs === Infinity ? p.windowMs : retryAfterMs, retryAfterMs, delayMs: 0 };
     }
     return out;
@@ -305,12 +305,12 @@ export class TierStore implements Store {
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as StoreOp;
       const r = results[i];
-      const f = this.#filters.get(op.limit.id);
+      const f = this.#filters.get(op.spec.id);
       if (f === undefined || r?.consumed !== true) continue;
       const at = r.decidedAt ?? now;
       const states = f.states;
       const before = states.get(op.key);
-      const next = f.algo.decide(before, at, op.cost, op.limit.params);
+      const next = f.algo.decide(before, at, op.cost, op.spec.params);
       // A local copy that cannot take what the store admitted (clock disorder) forgets the key: it then refuses less, never more.
       states.delete(op.key);
       if (!next.allowed || next.state === undefined) continue;
@@ -324,7 +324,7 @@ export class TierStore implements Store {
     let planned: Planned[] | undefined;
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as StoreOp;
-      const lease = this.#leases.get(op.limit.id);
+      const lease = this.#leases.get(op.spec.id);
       if (lease === undefined) continue;
       let state = lease.keys.get(op.key);
       if (state === undefined) {
@@ -369,7 +369,7 @@ export class TierStore implements Store {
     ops.forEach((op, i) => {
       const p = byIndex.get(i);
       if (p !== undefined && p.reserved > 0) return;
-      sent.push(p === undefined ? op : { limit: p.lease.shared, key: op.key, cost: p.draw, leaseId: undefined });
+      sent.push(p === undefined ? op : { spec: p.lease.shared, key: op.key, cost: p.draw, leaseId: undefined });
       sentIndex.push(i);
     });
     const drawing = planned.filter((p) => p.draw > 0);
@@ -388,7 +388,7 @@ export class TierStore implements Store {
     let allowed = true;
     let retry = false;
     for (const [i, r] of replyAt) {
-      if (r.allowed || (ops[i] as StoreOp).limit.shadow) continue;
+      if (r.allowed || (ops[i] as StoreOp).spec.shadow) continue;
       allowed = false;
       const p = byIndex.get(i);
       if (p !== undefined && p.draw > (ops[i] as StoreOp).cost && !exact) retry = true;
@@ -402,7 +402,7 @@ export class TierStore implements Store {
       // A draw bigger than the request may be what rejected it: once more with each draw sized to what remains.
       if (retry) return this.#evaluateLeases(ops, now, true);
       for (const [i, r] of replyAt) out[i] = r;
-      for (const p of planned) if (out[p.index] === undefined) out[p.index] = NOT_CONSULTED((ops[p.index] as StoreOp).limit);
+      for (const p of planned) if (out[p.index] === undefined) out[p.index] = NOT_CONSULTED((ops[p.index] as StoreOp).spec);
       return out;
     }
     for (const [i, r] of replyAt) out[i] = r;
@@ -425,7 +425,7 @@ export class TierStore implements Store {
         continue;
       }
       this.#replace(p.lease, p.state, op, r, now, at, p.draw - op.cost);
-      out[p.index] = { ...r, remaining: Math.min(op.limit.params.burst, r.remaining + p.draw - op.cost) };
+      out[p.index] = { ...r, remaining: Math.min(op.spec.params.burst, r.remaining + p.draw - op.cost) };
     }
     return out;
   }
@@ -475,7 +475,7 @@ export class TierStore implements Store {
     let expiresAt = at + lease.tier.leaseLifetimeMs;
     if (lease.windowed) {
       // Spent only in the aligned window it was counted in: the store's clock passes `decidedAt` no earlier than `now`.
-      const W = op.limit.params.windowMs;
+      const W = op.spec.params.windowMs;
       const end = Math.floor(decidedAt / W) * W + W;
       expiresAt = Math.min(expiresAt, now + (end - decidedAt));
     }
@@ -487,7 +487,7 @@ export class TierStore implements Store {
 
   #localResult(p: Planned, op: StoreOp, at: number): StoreOpResult {
     const l = p.from as Lease;
-    const remaining = Math.min(op.limit.params.burst, l.units + l.shared);
+    const remaining = Math.min(op.spec.params.burst, l.units + l.shared);
     return { allowed: true, consumed: op.cost > 0, remaining, resetMs: Math.max(0, l.resetAt - at), retryAfterMs: 0, delayMs: 0 };
   }
 
@@ -524,7 +524,7 @@ export class TierStore implements Store {
     const units = l.units;
     l.units = 0;
     if (units <= 0) return Promise.resolve();
-    const op: StoreOp = { limit: lease.shared, key, cost: units, leaseId: undefined, decidedAt: l.decidedAt };
+    const op: StoreOp = { spec: lease.shared, key, cost: units, leaseId: undefined, decidedAt: l.decidedAt };
     let back: Promise<void>;
     try {
       back = this.#inner.refund([op], l.decidedAt);
@@ -544,7 +544,7 @@ export class TierStore implements Store {
     const through: StoreOp[] = [];
     const at = this.#clock.now();
     for (const op of ops) {
-      const lease = this.#leases.get(op.limit.id);
+      const lease = this.#leases.get(op.spec.id);
       if (lease === undefined) {
         through.push(op);
         continue;

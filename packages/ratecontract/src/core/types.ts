@@ -279,8 +279,8 @@ export interface LimitResult {
   readonly source: Source;
   readonly shadow: boolean;
   readonly purpose: Purpose;
-  /** Set when this limit was decided by its fail mode. */
-  readonly failMode?: OnError | undefined;
+  /** The limit's `onError`, set when it decided this result (the store failed); `undefined` otherwise. */
+  readonly onError?: OnError | undefined;
   /** Set when an allow or deny list decided this limit (the limiter's own or the limit's): it was not metered. */
   readonly listed?: 'allow' | 'deny' | undefined;
 }

@@ -93,8 +93,12 @@ export type GuardResult =
       readonly kind: 'proceed';
       readonly decision: Decision | undefined;
       readonly headers: Readonly<Record<string, string>>;
-      /** Whether the decision may hold concurrency leases to release when the response is done (else adapters skip the bookkeeping). */
-      readonly leases: boolean;
+      /**
+       * Whether the decision may hold settlements to finish when the response
+       * is done: concurrency leases to release, a `count: 'failures'` attempt
+       * to settle, a shed ticket to end (else adapters skip the bookkeeping).
+       */
+      readonly holdsSettlements: boolean;
     }
   /** Send `response`; the request stops here (any lease is already released). */
   | { readonly kind: 'respond'; readonly decision: Decision | undefined; readonly response: HttpResponse }

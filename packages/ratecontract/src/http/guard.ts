@@ -35,7 +35,7 @@ export class Unexpected {
 /** Every option an adapter takes (`HttpGuard` validates them; adapters pass theirs through). */
 const GUARD_OPTIONS: readonly string[] = [
   'identify', 'context', 'cost', 'limiterFor', 'maxBodyBytes', 'readBody', 'errorRetryAfter', 'onUnexpectedError', 'delay',
-  'advertise', 'headers', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'partitionKeys', 'partitionKeySecret', 'clock',
+  'advertise', 'fields', 'legacyHeaders', 'advertiseCapacity', 'windowCap', 'partitionKeys', 'partitionKeySecret', 'clock',
   'trustProxy', 'forwardedHeader', 'ipv6Prefix', 'ipv4Prefix', 'shedder', 'criticality',
 ];
 
@@ -102,14 +102,14 @@ function withTicket(result: GuardResult, ticket: ShedTicket): GuardResult {
     ticket.done();
     return result;
   }
-  return { kind: 'proceed', decision: new TicketDecision(result.decision, ticket), headers: result.headers, leases: true };
+  return { kind: 'proceed', decision: new TicketDecision(result.decision, ticket), headers: result.headers, holdsSettlements: true };
 }
 
 /** The check options that ask for the keys and nothing else (shared). */
 const KEYS_ONLY = Object.freeze({ [WANT_KEYS]: true }) as CheckOptions;
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
 const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
-const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, leases: false });
+const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, holdsSettlements: false });
 
 /**
  * The request-side half every adapter shares: choose the limiter, resolve the
@@ -167,7 +167,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       options.readBody !== true &&
       this.ip.trust.kind === 'none' &&
       !t.body &&
-      !t.headers &&
+      !t.readsHeaders &&
       !t.leases &&
       !t.settles &&
       !isAdvertising(false, this.response) &&
@@ -228,11 +228,11 @@ export class HttpGuard<Req, Ctx = RequestContext> {
    * runtime builds headers lazily skip building them when this is false.
    */
   needsHeaders(limiter: Limiter): boolean {
-    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).headers;
+    return this.#options.trustProxy !== undefined || this.needsBody(limiter) || this.#traitsOf(limiter).readsHeaders;
   }
 
   /** Whether a decision of `limiter` can hold something to release when the response is done (concurrency leases, a `count: 'failures'` attempt to settle, a shed ticket). */
-  holdsLeases(limiter: Limiter): boolean {
+  holdsSettlements(limiter: Limiter): boolean {
     // A shed ticket is held until the response is done, like a lease.
     if (this.#shedder !== undefined) return true;
     const t = this.#traitsOf(limiter);
@@ -378,7 +378,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
   #context(facts: RequestFacts<Req>, limiter: Limiter, principal: string | undefined, body: unknown): RequestContext {
     const t = this.#traitsOf(limiter);
     const proxied = this.ip.trust.kind !== 'none';
-    const headers = proxied || t.headers || t.body || this.#options.readBody === true ? facts.headers : undefined;
+    const headers = proxied || t.readsHeaders || t.body || this.#options.readBody === true ? facts.headers : undefined;
     return baseContext(facts.remoteAddress, facts.method, facts.url, headers, this.ip, t, principal, body);
   }
 
@@ -400,14 +400,14 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     const advertising = isAdvertising(authenticated, this.response);
     if (goesOnAsIs(decision) && !advertising) {
       // Nothing to tell this caller: the common case, without building a response.
-      return { kind: 'proceed', decision, headers: NO_FIELDS, leases: this.holdsLeases(limiter) };
+      return { kind: 'proceed', decision, headers: NO_FIELDS, holdsSettlements: this.holdsSettlements(limiter) };
     }
     const keys = this.response.partitionKeys && advertising ? decisionKeys(decision) : undefined;
     const keyOf = keys === undefined ? undefined : (l: CompiledLimit): string | undefined => keys[limiter.limits.indexOf(l)];
     const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
     if (!decision.allowed) return this.#reject(decision, mapped);
     if (decision.delayMs > 0) return this.#wait(decision, mapped, limiter, facts);
-    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.holdsLeases(limiter) };
+    return { kind: 'proceed', decision, headers: mapped.headers, holdsSettlements: this.holdsSettlements(limiter) };
   }
 
   /** A rejection: answered at once; anything the decision holds is released in the background (release never rejects). */
@@ -423,7 +423,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       await decision.release();
       return { kind: 'gone', decision };
     }
-    return { kind: 'proceed', decision, headers: mapped.headers, leases: this.holdsLeases(limiter) };
+    return { kind: 'proceed', decision, headers: mapped.headers, holdsSettlements: this.holdsSettlements(limiter) };
   }
 
   /** The 503 answer to anything unexpected; releases `decision`. Never rejects. */

@@ -113,7 +113,7 @@ function pickOne(decision: Decision, limits: readonly AdvertisedLimit[]): Advert
 
 function addFields(headers: Record<string, string>, decision: Decision, limits: readonly AdvertisedLimit[], o: ResolvedResponseOptions): void {
   if (limits.length === 0) return;
-  if (o.headers === 'draft-10') {
+  if (o.fields === 'draft-10') {
     headers['RateLimit-Policy'] = policyField(limits);
     // On a rejection only the violated policies are listed, so every `t` in the response is <= Retry-After.
     const current = decision.allowed ? limits : limits.filter((l) => l.violated);
@@ -121,10 +121,10 @@ function addFields(headers: Record<string, string>, decision: Decision, limits: 
   }
   const one = pickOne(decision, limits);
   if (one === undefined) return;
-  if (o.headers === 'draft-7') {
+  if (o.fields === 'draft-7') {
     headers['RateLimit-Policy'] = legacyPolicyField([one]);
     headers['RateLimit'] = draft7RateLimitField(one);
-  } else if (o.headers === 'draft-6') {
+  } else if (o.fields === 'draft-6') {
     headers['RateLimit-Policy'] = legacyPolicyField([one]);
     Object.assign(headers, draft6Fields(one));
   }
@@ -164,7 +164,7 @@ function problem(decision: Decision, never: boolean, seconds: number, violated: 
 export function mapDecision(decision: Decision, context: MapContext, o: ResolvedResponseOptions): HttpResponse {
   const advertising = isAdvertising(context.authenticated, o);
   const headers: Record<string, string> = {};
-  const limits = advertising && (o.headers !== false || o.legacyHeaders || !decision.allowed) ? advertisedLimits(decision, context, o) : [];
+  const limits = advertising && (o.fields !== false || o.legacyHeaders || !decision.allowed) ? advertisedLimits(decision, context, o) : [];
   if (decision.allowed) {
     if (advertising) addFields(headers, decision, limits, o);
     return { status: 200, headers, body: undefined };

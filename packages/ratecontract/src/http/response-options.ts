@@ -28,8 +28,8 @@ export type HeaderShape = 'draft-10' | 'draft-7' | 'draft-6' | false;
 export interface ResponseOptions {
   /** Default `'authenticated'`. */
   readonly advertise?: Advertise | undefined;
-  /** Default `'draft-10'`. */
-  readonly headers?: HeaderShape | undefined;
+  /** Which rate-limit fields to emit: `'draft-10'` (default), `'draft-7'`, `'draft-6'` or `false`. */
+  readonly fields?: HeaderShape | undefined;
   /** Also send `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds), when advertising. Default false. */
   readonly legacyHeaders?: boolean | undefined;
   /**
@@ -59,7 +59,7 @@ export interface ResponseOptions {
 /** `ResponseOptions` with defaults applied. */
 export interface ResolvedResponseOptions {
   readonly advertise: Advertise;
-  readonly headers: HeaderShape;
+  readonly fields: HeaderShape;
   readonly legacyHeaders: boolean;
   readonly advertiseCapacity: boolean;
   readonly windowCapMs: number | undefined;
@@ -82,9 +82,9 @@ export function resolveResponseOptions(o: ResponseOptions): ResolvedResponseOpti
   if (advertise !== 'authenticated' && advertise !== 'always' && advertise !== 'never') {
     throw new ConfigError('RC_INVALID_OPTION', 'advertise', `must be 'authenticated', 'always' or 'never', got ${JSON.stringify(advertise)}`);
   }
-  const headers = o.headers ?? 'draft-10';
-  if (headers !== 'draft-10' && headers !== 'draft-7' && headers !== 'draft-6' && headers !== false) {
-    throw new ConfigError('RC_INVALID_OPTION', 'headers', `must be 'draft-10', 'draft-7', 'draft-6' or false, got ${JSON.stringify(headers)}`);
+  const fields = o.fields ?? 'draft-10';
+  if (fields !== 'draft-10' && fields !== 'draft-7' && fields !== 'draft-6' && fields !== false) {
+    throw new ConfigError('RC_INVALID_OPTION', 'fields', `must be 'draft-10', 'draft-7', 'draft-6' or false, got ${JSON.stringify(fields)}`);
   }
   const secret = o.partitionKeySecret;
   let partitionKeySecret: Uint8Array;
@@ -102,7 +102,7 @@ export function resolveResponseOptions(o: ResponseOptions): ResolvedResponseOpti
   if (typeof clock.now !== 'function') throw new ConfigError('RC_INVALID_OPTION', 'clock', 'must have a now() method');
   return {
     advertise,
-    headers,
+    fields,
     legacyHeaders: bool(o.legacyHeaders, false, 'legacyHeaders'),
     advertiseCapacity: bool(o.advertiseCapacity, false, 'advertiseCapacity'),
     windowCapMs: o.windowCap === undefined ? undefined : parseDuration(o.windowCap, 'windowCap'),

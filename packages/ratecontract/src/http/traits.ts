@@ -5,7 +5,7 @@ export interface Traits {
   /** A `body.*` key. */
   readonly body: boolean;
   /** A `header.*` key, a key or cost function (which may read any header), or a cost from `Content-Length`. */
-  readonly headers: boolean;
+  readonly readsHeaders: boolean;
   /** A `query.*` key or a key function (which may read the query). */
   readonly query: boolean;
   /** A concurrency limit (its decisions hold leases). */
@@ -22,7 +22,7 @@ export function traits(limiter: Limiter): Traits {
     const specs = limiter.limits.map((l) => l.keySpec);
     t = {
       body: specs.some((k) => k.startsWith('body.')),
-      headers: specs.some((k) => k.startsWith('header.') || k === 'function') || limiter.limits.some((l) => l.costSpec !== 'static'),
+      readsHeaders: specs.some((k) => k.startsWith('header.') || k === 'function') || limiter.limits.some((l) => l.costSpec !== 'static'),
       query: specs.some((k) => k.startsWith('query.') || k === 'function') || limiter.limits.some((l) => l.costSpec === 'function'),
       leases: limiter.limits.some((l) => l.algorithm === 'concurrency'),
       settles: limiter.limits.some((l) => l.count === 'failures'),
@@ -34,7 +34,7 @@ export function traits(limiter: Limiter): Traits {
 
 /** Whether any limit of `limiter` reads a header or runs a key function (which may read any). */
 export function usesHeaders(limiter: Limiter): boolean {
-  return traits(limiter).headers;
+  return traits(limiter).readsHeaders;
 }
 
 /** Whether any limit of `limiter` reads the query string or runs a key function (which may read it). */

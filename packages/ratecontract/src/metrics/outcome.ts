@@ -10,9 +10,9 @@ import type { LimitResult, Outcome } from '../core/types.js';
  * - `allowed`: admitted by its store.
  */
 export function limitOutcome(r: LimitResult): Outcome | undefined {
-  if (r.failMode === 'open') return 'fail-open';
+  if (r.onError === 'open') return 'fail-open';
   if (r.source === 'none') {
-    if (r.failMode === undefined) return undefined;
+    if (r.onError === undefined) return undefined;
     if (!r.allowed) return r.shadow ? 'shadow-rejected' : 'fail-closed';
   }
   if (!r.allowed) return r.shadow ? 'shadow-rejected' : 'rejected';

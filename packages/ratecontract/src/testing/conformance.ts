@@ -49,7 +49,7 @@ export class ConformanceError extends Error {
 const FIELDS = ['allowed', 'consumed', 'remaining', 'resetMs', 'retryAfterMs', 'delayMs'] as const;
 
 function describeOp(op: StoreOp): string {
-  return `${op.limit.name} (${op.limit.algorithm}${op.limit.shadow ? ', shadow' : ''}${op.limit.countRejected ? ', countRejected' : ''}) key ${JSON.stringify(op.key.length > 24 ? op.key.slice(0, 24) + '...' : op.key)} cost ${op.cost}`;
+  return `${op.spec.name} (${op.spec.algorithm}${op.spec.shadow ? ', shadow' : ''}${op.spec.countRejected ? ', countRejected' : ''}) key ${JSON.stringify(op.key.length > 24 ? op.key.slice(0, 24) + '...' : op.key)} cost ${op.cost}`;
 }
 
 function compare(name: string, step: number, now: number, ops: readonly StoreOp[], want: readonly StoreOpResult[], got: readonly StoreOpResult[]): void {
@@ -75,7 +75,7 @@ function opsOf(caseName: string, s: number, limits: readonly CompiledLimit[], sp
     if (base === undefined) throw new ConformanceError(caseName, s, `no limit at index ${li}`);
     const limit = plan === undefined ? base : base.plans?.get(plan);
     if (limit === undefined) throw new ConformanceError(caseName, s, `limit ${base.name} has no plan ${JSON.stringify(plan)}`);
-    return { limit, key, cost, leaseId: limit.algorithm === 'concurrency' ? `lease-${s}.${j}` : undefined };
+    return { spec: limit, key, cost, leaseId: limit.algorithm === 'concurrency' ? `lease-${s}.${j}` : undefined };
   });
 }
 
@@ -130,10 +130,10 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
       lastRetry = 0;
       ops.forEach((op, i) => {
         const r = want[i] as StoreOpResult;
-        if (!r.allowed && !op.limit.shadow && r.retryAfterMs > lastRetry) lastRetry = r.retryAfterMs;
+        if (!r.allowed && !op.spec.shadow && r.retryAfterMs > lastRetry) lastRetry = r.retryAfterMs;
       });
       if (step.refund === true) {
-        const give = ops.filter((op, i) => (want[i] as StoreOpResult).consumed && !op.limit.countRejected);
+        const give = ops.filter((op, i) => (want[i] as StoreOpResult).consumed && !op.spec.countRejected);
         if (give.length > 0) {
           await reference.refund(give, now);
           await store.refund(give, now);
@@ -142,7 +142,7 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
     } else if ('settle' in step) {
       const taken = checks.get(step.settle);
       if (taken === undefined) continue;
-      const give = taken.ops.filter((op, i) => (taken.results[i] as StoreOpResult).consumed && !op.limit.countRejected && op.limit.algorithm !== 'concurrency');
+      const give = taken.ops.filter((op, i) => (taken.results[i] as StoreOpResult).consumed && !op.spec.countRejected && op.spec.algorithm !== 'concurrency');
       // Once per check, as settle() is.
       checks.delete(step.settle);
       if (give.length > 0) {
@@ -155,7 +155,7 @@ export async function runConformanceCase(c: ConformanceCase, store: Store, start
       const now = clock.now();
       for (let i = 0; i < taken.ops.length; i++) {
         const op = taken.ops[i] as StoreOp;
-        if (op.limit.algorithm !== 'concurrency' || !(taken.results[i] as StoreOpResult).consumed) continue;
+        if (op.spec.algorithm !== 'concurrency' || !(taken.results[i] as StoreOpResult).consumed) continue;
         await reference.release(op);
         await store.release(op, now);
       }

@@ -11,7 +11,7 @@ export class ReferenceStore implements Store {
   readonly #states = new Map<string, unknown>();
 
   #key(op: StoreOp): string {
-    return `${op.limit.id}\u0000${op.key}`;
+    return `${op.spec.id}\u0000${op.key}`;
   }
 
   #access(ops: readonly StoreOp[]): StateAccess {

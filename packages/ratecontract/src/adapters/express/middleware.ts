@@ -54,7 +54,7 @@ function apply(result: GuardResult, req: Request, res: Response, next: NextFunct
     req.rateLimit = decision;
     res.locals['rateLimit'] = decision;
   }
-  if (decision !== undefined && result.leases) releaseWhenDone(decision, req.socket, res);
+  if (decision !== undefined && result.holdsSettlements) releaseWhenDone(decision, req.socket, res);
   next();
 }
 

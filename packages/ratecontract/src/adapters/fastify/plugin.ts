@@ -86,7 +86,7 @@ function finish(result: GuardResult, facts: FastifyFacts): void {
   if (decision !== undefined) {
     for (const name in result.headers) void reply.header(name, result.headers[name]);
     request.rateLimit = decision;
-    if (result.leases) releaseWhenDone(decision, request.raw.socket, reply.raw);
+    if (result.holdsSettlements) releaseWhenDone(decision, request.raw.socket, reply.raw);
   }
   facts.next();
 }

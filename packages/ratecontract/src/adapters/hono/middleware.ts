@@ -136,7 +136,7 @@ export function rateLimit<E extends Env = Env, Ctx extends object = RequestConte
       addMissing(c, fields);
       return undefined;
     }
-    if (chosen === false || !guard.holdsLeases(chosen)) {
+    if (chosen === false || !guard.holdsSettlements(chosen)) {
       await next();
       addMissing(c, fields);
       return undefined;

@@ -150,7 +150,7 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
   const decision = result.decision;
   if (!res.headersSent) addFields(res, result.headers);
   if (decision !== undefined) (req as WithDecision)[DECISION] = decision;
-  if (decision !== undefined && result.leases) releaseWhenDone(decision, req.socket, res);
+  if (decision !== undefined && result.holdsSettlements) releaseWhenDone(decision, req.socket, res);
   return true;
 }
 

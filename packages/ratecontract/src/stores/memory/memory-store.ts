@@ -145,7 +145,7 @@ export class MemoryStore implements SyncStore {
   /** runChain for a chain of one op (the common case), without the accessor allocations. */
   #single(op: StoreOp, now: number): StoreOpResult {
     const f = this.#figures;
-    this.decideOne(op.limit, op.key, op.cost, now, f, op.leaseId);
+    this.decideOne(op.spec, op.key, op.cost, now, f, op.leaseId);
     if (f.allowed) return { allowed: true, consumed: op.cost > 0, remaining: f.remaining, resetMs: f.resetMs, retryAfterMs: 0, delayMs: f.delayMs };
     return { allowed: false, consumed: false, remaining: f.remaining, resetMs: f.resetMs, retryAfterMs: f.retryAfterMs, delayMs: 0 };
   }
@@ -220,7 +220,7 @@ export class MemoryStore implements SyncStore {
    * would reset the other keys that share it.
    */
   clear(ops: readonly StoreOp[]): Promise<void> {
-    for (const op of ops) this.reset(op.limit.id, op.key);
+    for (const op of ops) this.reset(op.spec.id, op.key);
     return Promise.resolve();
   }
 
@@ -237,7 +237,7 @@ export class MemoryStore implements SyncStore {
   #lastTable: Table | undefined;
 
   #table(op: StoreOp): Table {
-    return this.#tableOf(op.limit);
+    return this.#tableOf(op.spec);
   }
 
   #tableOf(limit: CompiledLimit): Table {

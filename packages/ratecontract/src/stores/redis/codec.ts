@@ -63,8 +63,8 @@ function queueArg(limit: CompiledLimit): string {
 
 /** refund.lua's per-op parameters: algorithm, limit, windowMs, burst, queue, cost. */
 function paramArgs(op: StoreOp): string[] {
-  const { spec, cost } = argsOf(op.limit);
-  return [spec[0] as string, spec[1] as string, spec[2] as string, spec[3] as string, spec[4] as string, op.cost === op.limit.cost ? cost : String(op.cost)];
+  const { spec, cost } = argsOf(op.spec);
+  return [spec[0] as string, spec[1] as string, spec[2] as string, spec[3] as string, spec[4] as string, op.cost === op.spec.cost ? cost : String(op.cost)];
 }
 
 /**
@@ -81,13 +81,13 @@ export function batchArgs(chains: readonly ChainCall[], graceMs: number, wantPee
     if (clientTime) body.push(c.now === undefined ? '' : String(c.now));
     body.push(String(c.ops.length));
     for (const op of c.ops) {
-      let j = specOf.get(op.limit);
+      let j = specOf.get(op.spec);
       if (j === undefined) {
         j = specOf.size + 1;
-        specOf.set(op.limit, j);
-        for (const v of argsOf(op.limit).spec) specs.push(v);
+        specOf.set(op.spec, j);
+        for (const v of argsOf(op.spec).spec) specs.push(v);
       }
-      if (op.cost === op.limit.cost && op.leaseId === undefined) body.push(String(j));
+      if (op.cost === op.spec.cost && op.leaseId === undefined) body.push(String(j));
       else body.push(String(-j), String(op.cost), op.leaseId ?? '');
     }
   }
@@ -114,7 +114,7 @@ export function refundArgs(ops: readonly StoreOp[], nows: ReadonlyArray<number |
 
 /** ARGV of release.lua (see its header). */
 export function releaseArgs(op: StoreOp, now: number | undefined, graceMs: number): string[] {
-  return [now === undefined ? '' : String(now), String(graceMs), String(op.limit.params.windowMs), op.leaseId ?? ''];
+  return [now === undefined ? '' : String(now), String(graceMs), String(op.spec.params.windowMs), op.leaseId ?? ''];
 }
 
 function malformed(what: string): RateContractError {
@@ -244,10 +244,10 @@ export function decodePeekReply(reply: unknown, n: number): ChainReply {
  * figures. The same answers chain.lua gives, without the writes.
  */
 export function chainOfPeeks(ops: readonly StoreOp[], replies: readonly ChainOpReply[]): StoreOpResult[] {
-  const chainAllowed = replies.every((r, i) => r.allowed || (ops[i] as StoreOp).limit.shadow);
+  const chainAllowed = replies.every((r, i) => r.allowed || (ops[i] as StoreOp).spec.shadow);
   return replies.map((r, i) => {
     if (!r.allowed) return { allowed: false, consumed: false, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, delayMs: 0 };
-    if (r.consumed && (chainAllowed || (ops[i] as StoreOp).limit.countRejected)) {
+    if (r.consumed && (chainAllowed || (ops[i] as StoreOp).spec.countRejected)) {
       return { allowed: true, consumed: true, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: 0, delayMs: r.delayMs };
     }
     return { allowed: true, consumed: false, remaining: r.consumed ? r.peekRemaining : r.remaining, resetMs: r.consumed ? r.peekResetMs : r.resetMs, retryAfterMs: 0, delayMs: 0 };

@@ -167,7 +167,7 @@ export class RedisStore implements Store {
   #keysOf(ops: readonly StoreOp[]): string[] {
     let keys = this.#keys.get(ops);
     if (keys === undefined) {
-      keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+      keys = ops.map((op) => this.keyFor(op.spec.id, op.key));
       this.#keys.set(ops, keys);
     }
     return keys;
@@ -189,7 +189,7 @@ export class RedisStore implements Store {
   async evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
     const n = ops.length;
     if (n === 0) return [];
-    const keys = this.#runner.cluster ? this.#keysOf(ops) : ops.map((op) => this.keyFor(op.limit.id, op.key));
+    const keys = this.#runner.cluster ? this.#keysOf(ops) : ops.map((op) => this.keyFor(op.spec.id, op.key));
     const at = this.#clientNow(now);
     if (this.#maxChecks > 1) {
       return new Promise<StoreOpResult[]>((resolve, reject) => {
@@ -251,7 +251,7 @@ export class RedisStore implements Store {
     const fallback = this.#clientNow(now);
     await this.#refund(
       ops,
-      ops.map((op) => this.keyFor(op.limit.id, op.key)),
+      ops.map((op) => this.keyFor(op.spec.id, op.key)),
       ops.map((op) => this.#decidedAt.get(op) ?? op.decidedAt ?? fallback),
     );
   }
@@ -263,7 +263,7 @@ export class RedisStore implements Store {
    */
   async peek(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
     if (ops.length === 0) return [];
-    const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
+    const keys = ops.map((op) => this.keyFor(op.spec.id, op.key));
     const at = this.#clientNow(now);
     const replies = new Array<ChainOpReply>(ops.length);
     await Promise.all(
@@ -293,14 +293,14 @@ export class RedisStore implements Store {
    */
   async clear(ops: readonly StoreOp[]): Promise<void> {
     if (ops.length === 0) return;
-    const keys = ops.map((op) => this.keyFor(op.limit.id, op.key));
-    for (const op of ops) keys.push(formatOneKey(this.prefix, op.limit.id, op.key, this.#secret));
+    const keys = ops.map((op) => this.keyFor(op.spec.id, op.key));
+    for (const op of ops) keys.push(formatOneKey(this.prefix, op.spec.id, op.key, this.#secret));
     await Promise.all(this.#groupBySlot(keys).map((idx) => this.#runner.run(clearScript, idx.map((i) => keys[i] as string), [])));
   }
 
   async release(op: StoreOp, now: number): Promise<void> {
     if (op.leaseId === undefined) return;
-    await this.#runner.run(releaseScript, [this.keyFor(op.limit.id, op.key)], releaseArgs(op, this.#clientNow(now), this.#graceMs));
+    await this.#runner.run(releaseScript, [this.keyFor(op.spec.id, op.key)], releaseArgs(op, this.#clientNow(now), this.#graceMs));
   }
 
   /**
@@ -445,9 +445,9 @@ export class RedisStore implements Store {
       throw failure.reason;
     }
     const results = out as ChainOpReply[];
-    const chainAllowed = results.every((r, i) => r.allowed || (ops[i] as StoreOp).limit.shadow);
+    const chainAllowed = results.every((r, i) => r.allowed || (ops[i] as StoreOp).spec.shadow);
     if (chainAllowed) return results.map((r, i) => strip(r, decidedAt[i] as number));
-    const give = (i: number): boolean => (results[i] as ChainOpReply).consumed && !(ops[i] as StoreOp).limit.countRejected;
+    const give = (i: number): boolean => (results[i] as ChainOpReply).consumed && !(ops[i] as StoreOp).spec.countRejected;
     await this.#compensate(ops, keys, decidedAt, give);
     return results.map((r, i) =>
       give(i) ? { allowed: true, consumed: false, remaining: r.peekRemaining, resetMs: r.peekResetMs, retryAfterMs: 0, delayMs: 0, decidedAt: decidedAt[i] } : strip(r, decidedAt[i] as number),
@@ -474,7 +474,7 @@ export class RedisStore implements Store {
       );
     } catch (error) {
       // What was not given back expires with its key: the error is on the side of rejecting.
-      if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, kind: this.kind, reason: 'error', error, limits: idx.map((i) => (ops[i] as StoreOp).limit.name) });
+      if (storeErrorChannel.hasSubscribers) storeErrorChannel.publish({ store: this.kind, kind: this.kind, reason: 'error', error, limits: idx.map((i) => (ops[i] as StoreOp).spec.name) });
     }
   }
 

@@ -8,7 +8,7 @@ import { didYouMean } from 'ratecontract/internal';
 import { ArgumentError, EXIT_USAGE, flagOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { contractOption, loadContract } from './check.js';
 import { loadRlsConfig } from '../rls/config.js';
-import { auditRls, type RlsAudit } from '../rls/audit.js';
+import { auditRls, type RlsAudit } from '../rls/rls-audit.js';
 
 /** What `--fail-on` can make exit 1, besides the error findings that always do. */
 export const FAIL_ON = ['error', 'warn', 'weaken', 'change'] as const;
