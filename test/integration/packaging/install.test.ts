@@ -178,10 +178,13 @@ describe('the servers and tools, @ratecontract/cli, beside it', () => {
     expect(r.code).toBe(0);
   });
 
-  it('npx ratecontract serve answers on the port it prints', async () => {
-    const child = spawn('npx', ['--no-install', 'ratecontract', 'serve', '--port', '0', '--admin-port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  it('npx ratecontract serve answers on the port it prints, and stops with its process group', async () => {
+    // npx runs the command as its own child: the test owns the whole process group (detached), so the server stops too.
+    const child = spawn('npx', ['--no-install', 'ratecontract', 'serve', '--port', '0', '--admin-port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    let url = '';
     try {
-      const url = await new Promise<string>((resolve, reject) => {
+      url = await new Promise<string>((resolve, reject) => {
         let out = '';
         const timer = setTimeout(() => reject(new Error(`no listening line within 30 s:\n${out}`)), 30_000);
         const read = (c: Buffer): void => {
@@ -198,7 +201,29 @@ describe('the servers and tools, @ratecontract/cli, beside it', () => {
       const res = await fetch(`${url}/health`);
       expect(res.status).toBe(200);
     } finally {
-      child.kill('SIGTERM');
+      const group = -(child.pid as number);
+      const signal = (sig: NodeJS.Signals): void => {
+        try {
+          process.kill(group, sig);
+        } catch {
+          // the group is gone
+        }
+      };
+      signal('SIGTERM');
+      const kill = setTimeout(() => signal('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(kill);
     }
-  });
+    // The server itself is gone, not only npx: its port refuses (a served test left `ratecontract serve` running before).
+    const deadline = Date.now() + 10_000;
+    let stillUp = true;
+    while (stillUp && Date.now() < deadline) {
+      stillUp = await fetch(`${url}/health`).then(
+        () => true,
+        () => false,
+      );
+      if (stillUp) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(stillUp, `ratecontract serve still answers on ${url} after its process group was stopped`).toBe(false);
+  }, 90_000);
 });
