@@ -599,7 +599,8 @@ class ChainLimiter implements Limiter {
           if (local?.[i] === true) refunds.push({ store: this.#fallback.store, circuit: undefined, op: { ...op, spec: this.#fallback.limitFor(op.spec) }, now });
           else {
             const group = this.#groupOf(limit);
-            refunds.push({ store: group.store, circuit: group.circuit, op, now });
+            // The store's clock at the decision goes with the op, so the give-back lands in the window it was counted in.
+            refunds.push({ store: group.store, circuit: group.circuit, op: r.decidedAt === undefined ? op : { ...op, decidedAt: r.decidedAt }, now });
           }
         }
       }
@@ -665,7 +666,7 @@ class ChainLimiter implements Limiter {
           const r = results[i];
           if (op === undefined || r?.consumed !== true || op.spec.countRejected) continue;
           if (reported[i]?.source === 'local') giveLocal.push({ ...op, spec: this.#fallback.limitFor(op.spec) });
-          else give.push(op);
+          else give.push(r.decidedAt === undefined ? op : { ...op, decidedAt: r.decidedAt });
         }
         if (giveLocal.length > 0) await this.#fallback.store.refund(giveLocal, now);
         if (give.length === 0) return;

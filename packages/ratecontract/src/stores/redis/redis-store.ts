@@ -56,8 +56,6 @@ export class RedisStore implements Store {
   readonly #clock: Clock | undefined;
   readonly #graceMs: number;
   readonly #secret: string | undefined;
-  /** When (server or client ms) each op was decided, so a later refund gives back at the same instant. */
-  readonly #decidedAt = new WeakMap<StoreOp, number>();
   /** Most checks per script call; 1 when batching is off or on a Cluster. */
   readonly #maxChecks: number;
   /**
@@ -205,7 +203,6 @@ export class RedisStore implements Store {
     const groups = this.#groupBySlot(keys);
     if (groups.length === 1) {
       const reply = decodeChainReply(await this.#runner.run(chainScript, keys, chainArgs(ops, at, this.#graceMs, false)), ops, at, false);
-      for (const op of ops) this.#decidedAt.set(op, reply.now);
       return reply.results.map((r) => strip(r, reply.now));
     }
     return this.#evaluateGroups(ops, keys, groups, at);
@@ -236,7 +233,6 @@ export class RedisStore implements Store {
         }
         batch.forEach((q, j) => {
           const c = chains[j] as { now: number; results: ChainOpReply[] };
-          for (const op of q.ops) this.#decidedAt.set(op, c.now);
           q.resolve(c.results.map((r) => strip(r, c.now)));
         });
       },
@@ -252,7 +248,7 @@ export class RedisStore implements Store {
     await this.#refund(
       ops,
       ops.map((op) => this.keyFor(op.spec.id, op.key)),
-      ops.map((op) => this.#decidedAt.get(op) ?? op.decidedAt ?? fallback),
+      ops.map((op) => op.decidedAt ?? fallback),
     );
   }
 
@@ -434,7 +430,6 @@ export class RedisStore implements Store {
         idx.forEach((i, j) => {
           out[i] = reply.results[j];
           decidedAt[i] = reply.now;
-          this.#decidedAt.set(ops[i] as StoreOp, reply.now);
         });
       }),
     );
