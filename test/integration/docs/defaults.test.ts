@@ -167,6 +167,10 @@ const LIMIT_ROWS: Record<string, Expectation> = {
     expect(leading(cell)).toBe('limit');
     expect(compiled({ limit: 7 }).params.burst).toBe(7);
   },
+  precision: (cell) => {
+    expect(leading(cell)).toBe('1');
+    expect(compiled({ algorithm: 'sliding-window' }).params.precision ?? 1).toBe(1);
+  },
   mode: (cell) => {
     expect(unquote(leading(cell))).toBe('meter');
     expect(compiled({ algorithm: 'leaky-bucket' }).params.queue).toBe(false);
@@ -368,6 +372,7 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
     replicas: num(LIMITER_DEFAULTS.replicas),
     heartbeatMs: num(LIMITER_DEFAULTS.heartbeatMs),
     failClosedRetryAfterMs: num(LIMITER_DEFAULTS.failClosedRetryAfterMs),
+    shadowReport: lit({}),
   },
   'docs/redis.md > Options #1': {
     client: required(() => expect(() => redisStore({} as never)).toThrow(/client/)),
