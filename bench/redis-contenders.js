@@ -72,14 +72,14 @@ function batchOption() {
 
 /**
  * The limits' two-tier mode (`tier`, issue 16): none, unless BENCH_TIER is
- * `lease` or `pre-filter`, for fleet-sizing.js's two-tier and pre-filter
+ * `allotment` or `pre-filter`, for fleet-sizing.js's two-tier and pre-filter
  * modes. The bench process is one process of a fleet of BENCH_REPLICAS
- * (default 4), which sizes the leases.
+ * (default 4), which sizes the allotments.
  */
 function tierOption(limits) {
   const mode = process.env.BENCH_TIER;
   if (mode === undefined || mode === '') return limits;
-  if (mode !== 'lease' && mode !== 'pre-filter') throw new Error(`BENCH_TIER: 'lease' or 'pre-filter', got ${JSON.stringify(mode)}`);
+  if (mode !== 'allotment' && mode !== 'pre-filter') throw new Error(`BENCH_TIER: 'allotment' or 'pre-filter', got ${JSON.stringify(mode)}`);
   return limits.map((l) => ({ ...l, tier: { mode } }));
 }
 

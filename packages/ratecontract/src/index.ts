@@ -24,7 +24,7 @@ export type {
   Purpose,
   RequestContext,
   Source,
-  LeaseTierDefinition,
+  AllotmentTierDefinition,
   PreFilterTierDefinition,
   TierDefinition,
 } from './core/types.js';

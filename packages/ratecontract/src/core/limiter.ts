@@ -12,7 +12,7 @@ import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type 
 import { LocalFallback } from './fallback.js';
 import { DEFAULT_DEADLINE_MS, failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
 import { boundKey, keyHash, slotKey } from './keys.js';
-import { TierStore } from './tier.js';
+import { TierStore } from './tier-store.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
