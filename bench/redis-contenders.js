@@ -89,7 +89,7 @@ function ratecontract(connect, limits, ctxOf) {
     const client = await connect(port);
     const store = redisStore({ client, deadlineMs: DEADLINE_MS, ...batchOption() });
     await store.preload();
-    const limiter = createLimiter({ limits: tierOption(limits), store, replicas: Number(process.env.BENCH_REPLICAS ?? 4) });
+    const limiter = createLimiter({ limits: tierOption(limits), defaultStore: store, replicas: Number(process.env.BENCH_REPLICAS ?? 4) });
     let rejected = 0;
     let fellBack = 0;
     // Two-tier decisions resolve without I/O, so a closed loop of them would never let the event loop turn

@@ -53,7 +53,7 @@ async function counted(prefix: string, id: string, key: string): Promise<number>
 describe('two-tier allotments on a real Redis', () => {
   it('an allotment that ends on a key never checked again is given back by the sweep (no eviction, no other check)', async () => {
     const prefix = `tl:${randomBytes(4).toString('hex')}:`;
-    const limiter = createLimiter({ store: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [ALLOTTED('100ms')] });
+    const limiter = createLimiter({ defaultStore: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [ALLOTTED('100ms')] });
     try {
       // The first check of a key is exact; the second draws an allotment of 10: 11 counted, 9 of them unspent.
       for (let i = 0; i < 2; i++) expect((await limiter.check({ principal: 'quiet' })).allowed).toBe(true);
@@ -74,7 +74,7 @@ describe('two-tier allotments on a real Redis', () => {
 
   it('await limiter.close() resolves once the unspent allotments are back in Redis, even while Redis holds the writes back', async () => {
     const prefix = `tl:${randomBytes(4).toString('hex')}:`;
-    const limiter = createLimiter({ store: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [ALLOTTED('10m')] });
+    const limiter = createLimiter({ defaultStore: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [ALLOTTED('10m')] });
     const id = limiter.limits[0]?.id as string;
     for (const who of ['a', 'b', 'c']) for (let i = 0; i < 2; i++) expect((await limiter.check({ principal: who })).allowed).toBe(true);
     expect(await Promise.all(['a', 'b', 'c'].map((who) => counted(prefix, id, who)))).toEqual([11, 11, 11]);
@@ -96,7 +96,7 @@ describe('two-tier allotments on a real Redis', () => {
       import { createLimiter } from ${JSON.stringify(join(import.meta.dirname, '../../../packages/ratecontract/src/index.ts'))};
       import { redisStore } from ${JSON.stringify(join(import.meta.dirname, '../../../packages/ratecontract/src/stores/redis/index.ts'))};
       const client = new Redis(${JSON.stringify((server as RedisServer).url)});
-      const limiter = createLimiter({ store: redisStore({ client, prefix: 'tl-exit:' }), replicas: 1,
+      const limiter = createLimiter({ defaultStore: redisStore({ client, prefix: 'tl-exit:' }), replicas: 1,
         limits: [{ name: 't', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'principal', tier: { mode: 'allotment', maxAllotment: 10, allotmentLifetime: '10m' } }] });
       for (let i = 0; i < 2; i++) await limiter.check({ principal: 'x' });
       await client.quit();

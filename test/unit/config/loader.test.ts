@@ -134,6 +134,10 @@ describe('one validation path with the library', () => {
     expect(e.detail).toContain('did you mean "allotment"?');
   });
 
+  it("createLimiter's old 'store' option (a Store object) is refused, hinting 'defaultStore'", () => {
+    expect(() => createLimiter({ limits: [{ name: 'a', purpose: 'abuse', limit: 3, window: '1m' }], store: memoryStore() } as never)).toThrow(/store: unknown option "store"; did you mean "defaultStore"\?/);
+  });
+
   it('a misspelt algorithm is hinted in the library too', () => {
     expect(() => createLimiter({ limits: [{ name: 'a', purpose: 'abuse', limit: 3, window: '1m', algorithm: 'token_bucket' as never }] })).toThrow(/did you mean "token-bucket"\?/);
   });

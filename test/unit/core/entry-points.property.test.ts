@@ -188,7 +188,7 @@ describe('every entry point makes the same decision, events and key-function cal
           const calls: number[] = [];
           const limiter = createLimiter({
             clock,
-            store: storeOf(failing),
+            defaultStore: storeOf(failing),
             limits: definitions(specs, calls, () => current),
             deny: [() => current.list === 'deny'],
             allow: [() => current.list === 'allow'],

@@ -90,7 +90,7 @@ function fleet(c: Case, tier: Record<string, unknown>, clock: ManualClock, share
   return Array.from({ length: c.k }, () =>
     createLimiter({
       clock,
-      store: shared,
+      defaultStore: shared,
       replicas: c.k,
       limits: [
         {
@@ -199,7 +199,7 @@ describe('two-tier: allotment mode never over-admits (simulated processes on one
     // The first check of a key is an exact shared check; the second draws an allotment of 10 and spends one of it.
     expect((await a.check({ principal: 'x' })).allowed).toBe(true);
     expect((await a.check({ principal: 'x' })).allowed).toBe(true);
-    const plain = createLimiter({ clock, store: shared, limits: [{ name: 'l', purpose: 'abuse', algorithm: 'fixed-window', limit: 100, window: '60s', key: 'principal' }] });
+    const plain = createLimiter({ clock, defaultStore: shared, limits: [{ name: 'l', purpose: 'abuse', algorithm: 'fixed-window', limit: 100, window: '60s', key: 'principal' }] });
     const remaining = async (): Promise<number> => {
       const d = await plain.check({ principal: 'x' });
       await new Promise((r) => setImmediate(r));

@@ -66,7 +66,7 @@ describe('HttpGuard.quick', () => {
         async (algorithms, queue, steps) => {
           const limits = algorithms.map((a, i) => def(`l${i}`, a, i === 0 ? 'ip' : i === 1 ? 'query.k' : 'global', queue));
           const clocks = [new ManualClock(1_700_000_000_000), new ManualClock(1_700_000_000_000)];
-          const [a, b] = clocks.map((clock) => new HttpGuard<Req>(createLimiter({ clock, store: memoryStore(), limits }), { delay: noDelay }));
+          const [a, b] = clocks.map((clock) => new HttpGuard<Req>(createLimiter({ clock, defaultStore: memoryStore(), limits }), { delay: noDelay }));
           for (const s of steps) {
             for (const c of clocks) c.advance(s.step);
             const f = facts(s.ip, `/p${s.q}`);
@@ -105,7 +105,7 @@ describe('HttpGuard.quick', () => {
       ['an asynchronous store', [ipLimit], {}, asyncOnly()],
     ];
     for (const [why, limits, options, store] of cases) {
-      const limiter = createLimiter({ limits, ...(store ? { store } : {}) });
+      const limiter = createLimiter({ limits, ...(store ? { defaultStore: store } : {}) });
       const guard = new HttpGuard<Req>(limiter, options);
       expect(guard.quick('203.0.113.9', 'GET', '/'), why).toBeUndefined();
     }

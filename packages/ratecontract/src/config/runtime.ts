@@ -230,7 +230,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
     if (r.limits.length === 0) return { config: r, index, limiter: undefined };
     const limiter = createLimiter({
       limits: r.limits.map((n) => byName.get(n) as LimitDefinition),
-      store: defaultStore,
+      defaultStore: defaultStore,
       stores,
       replicas: config.replicas,
       ...(options.clock !== undefined && { clock: options.clock }),

@@ -83,6 +83,10 @@ class ChainLimiter implements Limiter {
 
   constructor(options: LimiterOptions, local: LocalStores) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
+    if ('store' in options) {
+      // A limit's `store` names a store; the limiter's Store object is `defaultStore` (renamed before 0.1.0).
+      throw new ConfigError('RC_INVALID_OPTION', 'store', 'unknown option "store"; did you mean "defaultStore"? (a Store object for the limits that name none; a limit\'s store: \'<name>\' picks one of `stores`)');
+    }
     refuseUnknown(options, OPTION_NAMES, '');
     const stores = options.stores ?? {};
     this.limits = compileLimits(options.limits, new Set(Object.keys(stores)), this.#listed);
@@ -111,7 +115,7 @@ class ChainLimiter implements Limiter {
       throw new ConfigError('RC_INVALID_OPTION', 'fallbackMaxKeys', `must be a positive integer, got ${String(fallbackMaxKeys)}`);
     }
     this.#fallback = new LocalFallback(local.newFallbackStore(fallbackMaxKeys), k, failClosedRetryAfterMs);
-    const defaultStore = options.store ?? local.newStore();
+    const defaultStore = options.defaultStore ?? local.newStore();
     const byStore = new Map<string, { store: Store; indexes: number[] }>();
     this.limits.forEach((l, i) => {
       const name = l.storeName ?? '(default)';
