@@ -38,7 +38,7 @@ function viaDecide(guard: HttpGuard<Req>, f: RequestFacts<Req>): Promise<GuardRe
 async function viaQuick(guard: HttpGuard<Req>, f: RequestFacts<Req>): Promise<GuardResult | 'not quick'> {
   const q = guard.quick(f.remoteAddress, f.method, f.url);
   if (q === undefined || q instanceof Unexpected) return 'not quick';
-  if (q.allowed && q.delayMs <= 0) return { kind: 'proceed', decision: q, headers: {}, holdsSettlements: false };
+  if (q.allowed && q.delayMs <= 0) return { kind: 'proceed', decision: q, responseFields: {}, holdsSettlements: false };
   return new Promise((resolve) => guard.conclude(q, f, resolve));
 }
 
@@ -47,7 +47,7 @@ function view(r: GuardResult): unknown {
   return {
     kind: r.kind,
     decision: d && { allowed: d.allowed, status: d.status, outcome: d.outcome, limit: d.limitName, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs },
-    headers: r.kind === 'proceed' ? r.headers : undefined,
+    responseFields: r.kind === 'proceed' ? r.responseFields : undefined,
     response: r.kind === 'respond' ? r.response : undefined,
   };
 }

@@ -88,11 +88,12 @@ export interface RequestFacts<Req> {
 
 /** What the adapter does next. */
 export type GuardResult =
-  /** Go on; add `headers` to the application's response; release `decision` when the response is done. */
+  /** Go on; add `responseFields` to the application's response; release `decision` when the response is done. */
   | {
       readonly kind: 'proceed';
       readonly decision: Decision | undefined;
-      readonly headers: Readonly<Record<string, string>>;
+      /** Header fields to add to the application's response (`RateLimit`, `RateLimit-Policy`, ...); `ctx.headers` are the request's. */
+      readonly responseFields: Readonly<Record<string, string>>;
       /**
        * Whether the decision may hold settlements to finish when the response
        * is done: concurrency leases to release, a `count: 'failures'` attempt
