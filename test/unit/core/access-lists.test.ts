@@ -108,7 +108,7 @@ describe('allow and deny lists', () => {
       });
       expect((await limiter.check({ ip: '1.2.3.4' })).outcome).toBe('allowed');
       expect(seen).toHaveLength(1);
-      expect(seen[0]).toMatchObject({ list: 'deny', limit: undefined });
+      expect(seen[0]).toMatchObject({ list: 'deny', limitName: undefined });
     } finally {
       unsubscribe(CHANNELS.listError, on);
     }

@@ -143,8 +143,8 @@ describe('limiter.reset', () => {
       unsubscribe(CHANNELS.reset, listener);
     }
     expect(events).toHaveLength(2);
-    expect(events[0]).toMatchObject({ limit: 'login', by: 'support:jo', store: '(default)' });
-    expect(Object.keys(events[0] ?? {}).sort()).toEqual(['by', 'keyHash', 'limit', 'store']);
+    expect(events[0]).toMatchObject({ limitName: 'login', by: 'support:jo', store: '(default)' });
+    expect(Object.keys(events[0] ?? {}).sort()).toEqual(['by', 'keyHash', 'limitName', 'store']);
     expect(events[0]?.keyHash).toMatch(/^#[A-Za-z0-9_-]{43}$/);
     expect(JSON.stringify(events)).not.toContain('alice');
     expect(events[1]?.by).toBeUndefined();

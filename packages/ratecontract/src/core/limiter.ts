@@ -257,7 +257,7 @@ class ChainLimiter implements Limiter {
       ops.map((op) => ({ ...op, spec: this.#fallback.limitFor(op.spec) })),
       now,
     );
-    if (resetChannel.hasSubscribers) resetChannel.publish({ limit: limit.name, keyHash: keyHash(raw), by, store: group.name });
+    if (resetChannel.hasSubscribers) resetChannel.publish({ limitName: limit.name, keyHash: keyHash(raw), by, store: group.name });
   }
 
   /** An operator call on one store: within max(its deadline, 1 s), any failure a `StoreError` naming the store. */
@@ -367,7 +367,7 @@ class ChainLimiter implements Limiter {
       error = thrown;
     }
     const cost = algorithms[limit.algorithm].capacity(limit.params) + 1;
-    if (costErrorChannel.hasSubscribers) costErrorChannel.publish({ limit: limit.name, error, cost });
+    if (costErrorChannel.hasSubscribers) costErrorChannel.publish({ limitName: limit.name, error, cost });
     return cost;
   }
 
@@ -376,7 +376,7 @@ class ChainLimiter implements Limiter {
     try {
       return limit.key(ctx);
     } catch (error) {
-      if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
+      if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limitName: limit.name, error });
       return KEY_ERROR;
     }
   }
@@ -394,7 +394,7 @@ class ChainLimiter implements Limiter {
     }
     if (planErrorChannel.hasSubscribers) {
       error ??= new UsageError('RC_UNKNOWN_PLAN', `limit "${limit.name}": ${name === undefined ? 'the request names no plan' : `unknown plan ${JSON.stringify(name.slice(0, 64))}`}`);
-      planErrorChannel.publish({ limit: limit.name, plan: name, error });
+      planErrorChannel.publish({ limitName: limit.name, plan: name, error });
     }
     return undefined;
   }
