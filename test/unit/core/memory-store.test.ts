@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter, ManualClock, memoryStore } from '../../../packages/ratecontract/src/index.js';
-import { boundKey } from '../../../packages/ratecontract/src/core/keys.js';
+import { boundKey } from '../../../packages/ratecontract/src/core/request-key.js';
 
 const T0 = 1_700_000_000_000;
 

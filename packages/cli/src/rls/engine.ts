@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from 'ratecontract';
 import { policyField, rateLimitField, retryAfterSeconds, type AdvertisedLimit } from 'ratecontract/http';
 import { descriptorKeyOf, DROP_IN_PURPOSE, UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsKeyContext, type RlsRule, type RlsUnit } from './config.js';
-import { matchRequest, type Entry, type Match } from './match.js';
+import { matchRequest, type Entry, type Match } from './descriptor-match.js';
 
 /** `RateLimitDescriptor` as the engine reads it (from gRPC or `/json`). */
 export interface RlsDescriptor {

@@ -4,7 +4,7 @@ import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { AccessList, type ListCounter } from './access-list.js';
-import { compileKey } from './keys.js';
+import { compileKey } from './request-key.js';
 import { didYouMean } from './suggest.js';
 import type { AlgorithmParams } from '../algorithms/types.js';
 import { refuseUnknown } from './options.js';

@@ -14,7 +14,7 @@ import { LocalFallback } from './fallback.js';
 import { operatorCall, resetOps, unknownPlan, unsupported } from './operator-calls.js';
 import { failureReason, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
 import { fill, groupName, groupStores, present, type Group } from './store-groups.js';
-import { keyHash, stateKeyOf } from './keys.js';
+import { keyHash, stateKeyOf } from './request-key.js';
 import type { TierStore } from './tier-store.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';

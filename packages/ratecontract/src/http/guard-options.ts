@@ -4,7 +4,7 @@ import type { Criticality, Shedder } from '../core/shedder.js';
 import type { Decision, RequestContext } from '../core/types.js';
 import type { BodyRead } from './body.js';
 import type { HeaderRecord } from './forwarded.js';
-import type { IpOptions } from './ip.js';
+import type { IpOptions } from './client-ip.js';
 import type { HttpResponse } from './respond.js';
 import type { ResponseOptions } from './response-options.js';
 

@@ -7,7 +7,7 @@ import type { CheckOptions, CompiledLimit, Decision, RequestContext } from '../c
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody } from './body.js';
 import { baseContext } from './context.js';
 import type { GuardOptions, GuardResult, RequestFacts } from './guard-options.js';
-import { resolveIpOptions, type ResolvedIpOptions } from './ip.js';
+import { resolveIpOptions, type ResolvedIpOptions } from './client-ip.js';
 import { contentTooLargeResponse, isAdvertising, mapDecision, unavailableResponse, type HttpResponse } from './respond.js';
 import { resolveResponseOptions, type ResolvedResponseOptions } from './response-options.js';
 import { sleep } from './sleep.js';
