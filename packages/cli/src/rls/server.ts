@@ -296,7 +296,7 @@ function rlsFrontEnd(options: RlsServerOptions, ctx: HostContext): RlsFrontEnd {
         });
       });
       await closeServer(http);
-      // Unspent two-tier leases go back before the store closes.
+      // Unspent two-tier allotments go back before the store closes.
       await engine.close();
       await options.closeStore?.();
     },

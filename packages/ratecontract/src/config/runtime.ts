@@ -261,7 +261,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
       ...(h.maxBodyBytes !== undefined && { maxBodyBytes: h.maxBodyBytes }),
     },
     close: async () => {
-      // Unspent two-tier leases go back before the clients they go back through are closed.
+      // Unspent two-tier allotments go back before the clients they go back through are closed.
       await Promise.all(limiters.map((l) => l.close()));
       const handedOn = new Set([...mine.taken].map((name) => mine.stores.get(name)?.owned));
       await Promise.all(owned.filter((c) => !handedOn.has(c)).map((c) => c.close()));

@@ -119,12 +119,12 @@ export interface Limiter<Ctx = RequestContext> {
    */
   storeHealth(): Record<string, StoreHealth>;
   /**
-   * Stops background work (the discovery heartbeat, the two-tier lease
-   * sweep) and gives unspent two-tier leases back to their stores. Resolves
-   * once every lease is back in its shared store (or its store failed: those
+   * Stops background work (the discovery heartbeat, the two-tier allotment
+   * sweep) and gives unspent two-tier allotments back to their stores. Resolves
+   * once every allotment is back in its shared store (or its store failed: those
    * units then expire with the state); never rejects. Await it before you
    * close the store's client. Safe to call more than once. The limiter keeps
-   * working with the last-known replica count; a lease drawn after close()
+   * working with the last-known replica count; an allotment drawn after close()
    * goes back at once.
    */
   close(): Promise<void>;
