@@ -72,14 +72,14 @@ function batchOption() {
 
 /**
  * The limits' two-tier mode (`tier`, issue 16): none, unless BENCH_TIER is
- * `lease` or `pre-filter`, for fleet-sizing.js's two-tier and pre-filter
+ * `allotment` or `pre-filter`, for fleet-sizing.js's two-tier and pre-filter
  * modes. The bench process is one process of a fleet of BENCH_REPLICAS
- * (default 4), which sizes the leases.
+ * (default 4), which sizes the allotments.
  */
 function tierOption(limits) {
   const mode = process.env.BENCH_TIER;
   if (mode === undefined || mode === '') return limits;
-  if (mode !== 'lease' && mode !== 'pre-filter') throw new Error(`BENCH_TIER: 'lease' or 'pre-filter', got ${JSON.stringify(mode)}`);
+  if (mode !== 'allotment' && mode !== 'pre-filter') throw new Error(`BENCH_TIER: 'allotment' or 'pre-filter', got ${JSON.stringify(mode)}`);
   return limits.map((l) => ({ ...l, tier: { mode } }));
 }
 
@@ -89,7 +89,7 @@ function ratecontract(connect, limits, ctxOf) {
     const client = await connect(port);
     const store = redisStore({ client, deadlineMs: DEADLINE_MS, ...batchOption() });
     await store.preload();
-    const limiter = createLimiter({ limits: tierOption(limits), store, replicas: Number(process.env.BENCH_REPLICAS ?? 4) });
+    const limiter = createLimiter({ limits: tierOption(limits), defaultStore: store, replicas: Number(process.env.BENCH_REPLICAS ?? 4) });
     let rejected = 0;
     let fellBack = 0;
     // Two-tier decisions resolve without I/O, so a closed loop of them would never let the event loop turn

@@ -42,7 +42,7 @@ describe('keys in Redis (server time)', () => {
   it('every key has a TTL within its useful life; spent states are deleted; raw keys never appear', async () => {
     const client = ioredis().client as Redis;
     const store = redisStore({ client, prefix: 'kt:', deadlineMs: 2000 });
-    const limiter = createLimiter({ limits: LIMITS, store });
+    const limiter = createLimiter({ limits: LIMITS, defaultStore: store });
     try {
       const held: Array<() => Promise<void>> = [];
       for (let round = 0; round < 6; round++) {
@@ -92,7 +92,7 @@ describe('keys in Redis (server time)', () => {
     const store = redisStore({ client, prefix: 'kr:' });
     const limiter = createLimiter({
       limits: [{ name: 'r-token', purpose: 'shedding', algorithm: 'token-bucket', limit: 1, window: '1h', key: 'ip' }],
-      store,
+      defaultStore: store,
     });
     const [limit] = limiter.limits;
     const op = { spec: limit as NonNullable<typeof limit>, key: '198.51.100.1', cost: 1, leaseId: undefined };
@@ -123,7 +123,7 @@ describe('keys in Redis (server time)', () => {
         { name: 'm-log', purpose: 'abuse', algorithm: 'sliding-log', limit: 5, window: '1h', key: 'ip', store: 'shared' },
         { name: 'm-tight', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip' },
       ],
-      store: memoryStore(),
+      defaultStore: memoryStore(),
       stores: { shared: store },
       // The limiter's clock is far from the server's: the refund must not use it.
       clock: { now: () => 1_000 },

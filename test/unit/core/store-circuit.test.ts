@@ -82,7 +82,7 @@ describe('store deadline and circuit breaker', () => {
     const store = new SwitchableStore(20);
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
     });
     const timeouts = listen(CHANNELS.timeout);
@@ -121,7 +121,7 @@ describe('store deadline and circuit breaker', () => {
     store.mode = 'fail';
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
     });
     for (let i = 0; i < 3; i++) await limiter.check({});
@@ -139,7 +139,7 @@ describe('store deadline and circuit breaker', () => {
     const store = new SwitchableStore(20);
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'inflight', purpose: 'shedding', algorithm: 'concurrency', limit: 5, window: '30s', key: 'global' }],
     });
     const errors = listen(CHANNELS.storeError);
@@ -160,7 +160,7 @@ describe('store deadline and circuit breaker', () => {
     const failClosed = listen(CHANNELS.failClosed);
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       failClosedRetryAfterMs: 2000,
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'fixed-window', limit: 5, window: '15m', key: 'principal', failClosedAfter: '5s' }],
     });
@@ -182,7 +182,7 @@ describe('store deadline and circuit breaker', () => {
     store.mode = 'fail';
     const limiter = createLimiter({
       clock: new ManualClock(T0),
-      store,
+      defaultStore: store,
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: 5, window: '15m', key: 'principal', failClosedAfter: 0 }],
     });
     expect((await limiter.check({ principal: 'u' })).outcome).toBe('fail-closed');
@@ -194,8 +194,8 @@ describe('replica discovery', () => {
     const store = memoryStore();
     const limits = [{ name: 'shed', purpose: 'shedding' as const, algorithm: 'fixed-window' as const, limit: 10, window: '1h' as const, key: 'global' as const }];
     const seen = listen(CHANNELS.replicas);
-    const a = createLimiter({ store, limits, replicas: 'discover', heartbeatMs: 20 });
-    const b = createLimiter({ store, limits, replicas: 'discover', heartbeatMs: 20 });
+    const a = createLimiter({ defaultStore: store, limits, replicas: 'discover', heartbeatMs: 20 });
+    const b = createLimiter({ defaultStore: store, limits, replicas: 'discover', heartbeatMs: 20 });
     const deadline = Date.now() + 5000;
     while ((a.replicas !== 2 || b.replicas !== 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect([a.replicas, b.replicas]).toEqual([2, 2]);
@@ -208,7 +208,7 @@ describe('replica discovery', () => {
     const noHeartbeat = new SwitchableStore();
     expect(() =>
       createLimiter({
-        store: noHeartbeat,
+        defaultStore: noHeartbeat,
         replicas: 'discover',
         limits: [{ name: 'shed', purpose: 'shedding', limit: 1, window: '1s', key: 'global' }],
       }),

@@ -164,7 +164,7 @@ export interface Store {
    * `keySlots`: maps a (bounded) key to the key of its slot among `slots`,
    * with this store's keyed hash, so every process that shares the store
    * puts a key in the same slot. Optional; without it the limiter uses an
-   * unkeyed SHA-256 (`slotKey` in core/keys.ts).
+   * unkeyed SHA-256 (`slotKey` in core/request-key.ts).
    */
   slotKey?(key: string, slots: number): string;
   /**

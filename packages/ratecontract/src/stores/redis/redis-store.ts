@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import { ConfigError, RateContractError } from '../../core/errors.js';
-import { slotKey as slotKeyOf } from '../../core/keys.js';
+import { slotKey as slotKeyOf } from '../../core/request-key.js';
 import { refuseUnknown } from '../../core/options.js';
 import { storeErrorChannel } from '../../core/events.js';
 import { DEFAULT_DEAD_CONNECTION_MS, DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
