@@ -166,6 +166,12 @@ export interface DeadConnectionEvent {
   readonly outstanding: number;
   /** Whether the store replaced its connection (`store.reconnect()` returned true). */
   readonly reconnected: boolean;
+  /**
+   * The failure domain whose calls fell silent (a Redis Cluster master,
+   * `'host:port'`) when the store has per-node breakers; undefined for the
+   * store as a whole.
+   */
+  readonly node: string | undefined;
 }
 
 /** A diagnostics channel that only takes its own payload type. */
@@ -212,5 +218,5 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   storeCall: ['store', 'kind', 'durationMs', 'ok'],
   reset: ['limitName', 'keyHash', 'by', 'store'],
   planError: ['limitName', 'plan', 'error'],
-  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected'],
+  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected', 'node'],
 };

@@ -111,12 +111,16 @@ class Breaker {
   slotStart = 0;
   /** Start of the current run of continuous failure, if any. */
   failingSince: number | undefined;
+  /** A failure domain's own silence watch (calls that touch it alone); undefined for the store's own breaker or with `deadConnectionMs: false`. */
+  readonly silence: SilenceWatch | undefined;
   constructor(
     /** The failure domain's name; undefined for the store's own breaker. */
     readonly node: string | undefined,
     cooldownMs: number,
+    silence?: SilenceWatch,
   ) {
     this.cooldownMs = cooldownMs;
+    this.silence = silence;
   }
 }
 
@@ -306,7 +310,7 @@ export class StoreCircuit {
   #node(name: string): Breaker {
     const nodes = this.#nodes as Map<string, Breaker>;
     let b = nodes.get(name);
-    if (b === undefined) nodes.set(name, (b = new Breaker(name, this.#baseCooldownMs)));
+    if (b === undefined) nodes.set(name, (b = new Breaker(name, this.#baseCooldownMs, this.#silence === undefined ? undefined : new SilenceWatch(this.#silence.afterMs))));
     return b;
   }
 
@@ -333,6 +337,8 @@ export class StoreCircuit {
       if (storeCallChannel.hasSubscribers) started = performance.now();
       const pending = call();
       this.#silence?.issued(now, pending);
+      // A call that touches one domain settles with that domain's reply: its silence is that node's.
+      if (breakers.length === 1) breakers[0]?.silence?.issued(now, pending);
       const value = await withDeadline(pending, this.deadlineMs);
       if (started >= 0) this.#timed(started, true);
       for (const b of breakers) this.#succeeded(b, now, probes.includes(b));
@@ -356,11 +362,16 @@ export class StoreCircuit {
     }
   }
 
-  /** The dead-connection watch, before each call. */
+  /** The dead-connection watch, before each call: the store's, and each failure domain's. */
   #watch(now: number): void {
     if (this.#silence === undefined) return;
     const silentMs = this.#silence.check(now);
-    if (silentMs !== undefined) this.#deadConnection(silentMs, now);
+    if (silentMs !== undefined) this.#deadConnection(silentMs, now, this.#main);
+    if (this.#nodes === undefined) return;
+    for (const b of this.#nodes.values()) {
+      const nodeSilentMs = b.silence?.check(now);
+      if (nodeSilentMs !== undefined) this.#deadConnection(nodeSilentMs, now, b);
+    }
   }
 
   /** Records a synchronous store's outcome (no deadline or breaker applies to in-process stores). */
@@ -381,19 +392,20 @@ export class StoreCircuit {
    * connection after the base cool-down (a reconnect takes tens of ms), not
    * after the grown one.
    */
-  #deadConnection(silentMs: number, now: number): void {
+  #deadConnection(silentMs: number, now: number, b: Breaker): void {
     let reconnected = false;
     try {
-      reconnected = this.store.reconnect?.() === true;
+      reconnected = (b.node === undefined ? this.store.reconnect?.() : this.store.reconnect?.(b.node)) === true;
     } catch {
       // A store's reconnect must not throw; if it does, the check still gets its fail mode.
     }
-    if (reconnected && this.#main.state === 'open') {
-      this.#main.cooldownMs = this.#baseCooldownMs;
-      this.#main.openedAt = now;
+    if (reconnected && b.state === 'open') {
+      b.cooldownMs = this.#baseCooldownMs;
+      b.openedAt = now;
     }
     if (deadConnectionChannel.hasSubscribers) {
-      deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding: this.#silence?.outstanding ?? 0, reconnected });
+      const outstanding = (b.node === undefined ? this.#silence : b.silence)?.outstanding ?? 0;
+      deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding, reconnected, node: b.node });
     }
   }
 

@@ -134,11 +134,14 @@ export class RedisStore implements Store {
   /**
    * The limiter found this store's connection silently dead (calls
    * outstanding for `deadConnectionMs`, not one reply): with
-   * `onDeadConnection: 'reconnect'`, replaces it (see that option). Returns
-   * whether it did; never throws.
+   * `onDeadConnection: 'reconnect'`, replaces it (see that option). With
+   * `node`, a Cluster master whose calls fell silent while the others
+   * answered: replaces that master's connection only (ioredis; node-redis
+   * reports it). Returns whether it did; never throws.
    */
-  reconnect(): boolean {
-    return this.onDeadConnection === 'reconnect' && this.#runner.reconnect();
+  reconnect(node?: string): boolean {
+    if (this.onDeadConnection !== 'reconnect') return false;
+    return node === undefined ? this.#runner.reconnect() : this.#runner.reconnectNode(node);
   }
 
   /** `'ioredis'` or `'node-redis'`, and whether keys are grouped by slot. */
