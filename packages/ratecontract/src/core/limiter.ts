@@ -325,9 +325,23 @@ class ChainLimiter implements Limiter {
   async #checkAsync(built: Built, screen?: Screen): Promise<Decision> {
     const { ops, now, keys } = built;
     const n = ops.length;
-    const results = new Array<StoreOpResult | undefined>(n);
+    let results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
-    await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    const single = this.#single;
+    if (single !== undefined && built.complete) {
+      // One store and every limit keyed (the common case): the ops as built, the store's results as they come,
+      // its one call awaited directly (no Promise.all, no array of promises, no copies).
+      const all = ops as StoreOp[];
+      try {
+        results = (await single.circuit.run(() => single.store.evaluate(all, now), now, all)) as StoreOpResult[];
+      } catch (error) {
+        this.#markFailed(single, ops, error, failed);
+      }
+    } else if (single !== undefined) {
+      await this.#evaluateGroup(single, ops, now, results, failed);
+    } else {
+      await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    }
     withPlanFailures(ops, built.planFailed, failed);
     // A check its store could not take (open breaker, full, refused at once) is decided without any I/O. Let the
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and

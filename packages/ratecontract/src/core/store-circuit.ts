@@ -524,37 +524,93 @@ const LOOP_STALL_MS = 2;
  * polled; the rejection then waits for one more I/O phase.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let cohort = openCohorts.get(ms);
+  if (cohort === undefined) cohort = openCohort(ms);
+  const c = cohort;
   return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    let firedAt = 0;
-    let looked = false;
-    const expire = (): void => {
-      if (settled) return;
-      if (!looked && performance.now() - firedAt > LOOP_STALL_MS) {
-        looked = true;
-        setImmediate(expire);
-        return;
-      }
-      settled = true;
-      reject(new StoreTimeoutError(ms));
-    };
-    const timer = setTimeout(() => {
-      firedAt = performance.now();
-      setImmediate(expire);
-    }, ms);
+    const entry: Deadline = { reject, settled: false };
+    c.entries.push(entry);
+    c.open++;
     promise.then(
       (value) => {
-        clearTimeout(timer);
-        if (settled) return;
-        settled = true;
+        if (entry.settled) return;
+        settle(c, entry);
         resolve(value);
       },
       (error: unknown) => {
-        clearTimeout(timer);
-        if (settled) return;
-        settled = true;
+        if (entry.settled) return;
+        settle(c, entry);
         reject(error instanceof Error ? error : new Error(String(error)));
       },
     );
   });
+}
+
+/** One call waiting on its deadline. */
+interface Deadline {
+  readonly reject: (error: StoreTimeoutError) => void;
+  settled: boolean;
+}
+
+/**
+ * The calls of one deadline length made in one pass of the event loop
+ * (until the next `process.nextTick`), under one timer. Node starts every
+ * timer set in one pass at the same instant (the loop's cached time), so
+ * one timer for them all expires each call exactly when a timer of its own
+ * would; a batch of checks costs one timer instead of one per check (a
+ * timer set and cleared per check cost the client about a microsecond per
+ * check under load, most of it in the timer lists' priority queue). The
+ * timer is cleared once every call of the cohort has settled.
+ */
+interface Cohort {
+  readonly ms: number;
+  readonly entries: Deadline[];
+  open: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The cohort still taking calls, per deadline length. */
+const openCohorts = new Map<number, Cohort>();
+
+function openCohort(ms: number): Cohort {
+  const c: Cohort = { ms, entries: [], open: 0, timer: undefined };
+  c.timer = setTimeout(() => {
+    c.timer = undefined;
+    const firedAt = performance.now();
+    setImmediate(() => expire(c, firedAt, false));
+  }, ms);
+  openCohorts.set(ms, c);
+  process.nextTick(() => {
+    if (openCohorts.get(ms) !== c) return;
+    openCohorts.delete(ms);
+    if (c.open === 0 && c.timer !== undefined) {
+      clearTimeout(c.timer);
+      c.timer = undefined;
+    }
+  });
+  return c;
+}
+
+function settle(c: Cohort, entry: Deadline): void {
+  entry.settled = true;
+  // The cohort is done once it takes no more calls and every call has settled.
+  if (--c.open === 0 && c.timer !== undefined && openCohorts.get(c.ms) !== c) {
+    clearTimeout(c.timer);
+    c.timer = undefined;
+  }
+}
+
+/** Rejects the cohort's unsettled calls, once the I/O phase has passed (see withDeadline). */
+function expire(c: Cohort, firedAt: number, looked: boolean): void {
+  if (!looked && performance.now() - firedAt > LOOP_STALL_MS) {
+    setImmediate(() => expire(c, firedAt, true));
+    return;
+  }
+  if (openCohorts.get(c.ms) === c) openCohorts.delete(c.ms);
+  for (const e of c.entries) {
+    if (e.settled) continue;
+    e.settled = true;
+    c.open--;
+    e.reject(new StoreTimeoutError(c.ms));
+  }
 }
