@@ -36,7 +36,7 @@ const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_S ?? 30) * 1000;
 
 async function startServer() {
   const limiter = createLimiter({
-    store: memoryStore(),
+    defaultStore: memoryStore(),
     limits: [{ name: 'per-ip', purpose: 'abuse', algorithm: 'gcra', limit: 50, window: '1s', key: 'ip' }],
   });
   const guard = createGuard(limiter, { advertise: 'always' });

@@ -56,7 +56,7 @@ function ratecontract(algorithm) {
           key: 'ip',
         },
       ],
-      store,
+      defaultStore: store,
     });
     let rejected = 0;
     const decide = async (key) => {

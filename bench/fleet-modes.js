@@ -18,8 +18,8 @@ export const FLEET_MODES = {
     contenders: { one: 'rc-otp-one', otp: 'rc-otp', flood: 'rc-flood' },
   },
   'two-tier': {
-    label: "two-tier: every limit `tier: { mode: 'lease' }` (leases sized for k = 4), batched",
-    env: { BENCH_BATCH_MAX_CHECKS: '', BENCH_TIER: 'lease', BENCH_REPLICAS: '4' },
+    label: "two-tier: every limit `tier: { mode: 'allotment' }` (allotments sized for k = 4), batched",
+    env: { BENCH_BATCH_MAX_CHECKS: '', BENCH_TIER: 'allotment', BENCH_REPLICAS: '4' },
     contenders: { one: 'rc-otp-one', otp: 'rc-otp', flood: 'rc-flood' },
   },
   'pre-filter': {

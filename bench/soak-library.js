@@ -11,7 +11,7 @@ const RATE = Number(rateArg ?? 500);
 const client = new Redis(url);
 client.on('error', () => undefined);
 const limiter = createLimiter({
-  store: redisStore({ client, prefix: 'soak:' }),
+  defaultStore: redisStore({ client, prefix: 'soak:' }),
   limits: [
     { name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: 100, window: '1m', key: 'principal' },
     { name: 'api', purpose: 'shedding', algorithm: 'sliding-window', limit: 1_000_000, window: '1m', key: 'global' },

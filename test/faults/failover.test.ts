@@ -60,8 +60,8 @@ interface Sample {
 function limiters(store: RedisStore): { shared: Limiter; abuse: Limiter } {
   const base = { algorithm: 'fixed-window' as const, limit: N, window: '1d' as const, key: 'principal' as const };
   return {
-    shared: createLimiter({ store, replicas: 4, limits: [{ name: 'shared', purpose: 'shedding', onError: 'degraded', ...base }] }),
-    abuse: createLimiter({ store, limits: [{ name: 'abuse', purpose: 'abuse', onError: 'closed', failClosedAfter: '1m', ...base }] }),
+    shared: createLimiter({ defaultStore: store, replicas: 4, limits: [{ name: 'shared', purpose: 'shedding', onError: 'degraded', ...base }] }),
+    abuse: createLimiter({ defaultStore: store, limits: [{ name: 'abuse', purpose: 'abuse', onError: 'closed', failClosedAfter: '1m', ...base }] }),
   };
 }
 

@@ -55,8 +55,8 @@ function fleet(url: string): Fleet {
     clients.push(client);
     // A generous deadline: what this test counts is admissions, not latency; a loaded host's missed 20 ms deadlines would blur the figure.
     const store = redisStore({ client, prefix: 'empty:', deadlineMs: 200 });
-    abuse.push(createLimiter({ store, limits: [{ name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: N, window: '1h', key: 'principal', failClosedAfter: '1m' }] }));
-    shed.push(createLimiter({ store, replicas: K, limits: [{ name: 'api', purpose: 'shedding', algorithm: 'gcra', limit: N, window: '1h', key: 'principal' }] }));
+    abuse.push(createLimiter({ defaultStore: store, limits: [{ name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: N, window: '1h', key: 'principal', failClosedAfter: '1m' }] }));
+    shed.push(createLimiter({ defaultStore: store, replicas: K, limits: [{ name: 'api', purpose: 'shedding', algorithm: 'gcra', limit: N, window: '1h', key: 'principal' }] }));
   }
   return { abuse, shed };
 }

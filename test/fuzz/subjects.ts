@@ -9,7 +9,7 @@ export { auditContract } from '../../packages/cli/src/contract/audit.js';
 export { parseRlsConfig } from '../../packages/cli/src/rls/config.js';
 export { RlsEngine, RlsServiceError } from '../../packages/cli/src/rls/engine.js';
 export { requestFrom } from '../../packages/cli/src/rls/wire.js';
-export { matchRequest } from '../../packages/cli/src/rls/match.js';
+export { matchRequest } from '../../packages/cli/src/rls/descriptor-match.js';
 export { parseCombinedLine, parseJsonLine, readLog } from '../../packages/cli/src/cli/logs.js';
 export { parseTimeValue, parseClfTime, parseIsoTime } from '../../packages/cli/src/cli/timestamps.js';
 export {
@@ -22,6 +22,6 @@ export {
   trustsPeer,
 } from '../../packages/ratecontract/src/http/index.js';
 export { formatIp } from '../../packages/ratecontract/src/http/ip-address.js';
-export { parseRateLimit, parsePolicy } from '../../packages/ratecontract/src/client/fields.js';
-export { retryAfterMs } from '../../packages/ratecontract/src/client/retry-after.js';
+export { parseRateLimit, parsePolicy } from '../../packages/ratecontract/src/client/read-fields.js';
+export { retryAfterMs } from '../../packages/ratecontract/src/client/read-retry-after.js';
 export { parseHttpDate } from '../../packages/ratecontract/src/client/http-date.js';

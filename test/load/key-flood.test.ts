@@ -152,7 +152,7 @@ async function flood(limiter: Limiter, tag: string, keys: number, stopAfterOom: 
 async function setUp(prefix: string, slots: number | undefined): Promise<Limiter> {
   const store = redisStore({ client: client as Redis, prefix, deadlineMs: 2000, batch: { maxChecks: 64 } });
   await store.ready();
-  const limiter = createLimiter({ store, limits: [definition(slots)] });
+  const limiter = createLimiter({ defaultStore: store, limits: [definition(slots)] });
   for (let i = 0; i < 3; i++) expect((await limiter.check({ principal: 'victim' })).allowed).toBe(true);
   const spent = await limiter.check({ principal: 'victim' });
   expect([spent.allowed, spent.results[0]?.source]).toEqual([false, 'store']);

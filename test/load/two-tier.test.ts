@@ -3,7 +3,7 @@
  * CPU 0) share one real redis-server (pinned to CPU 1), every process built
  * with `replicas: 4`.
  *
- * - far below their limits, lease mode needs at least 10x fewer Redis
+ * - far below their limits, allotment mode needs at least 10x fewer Redis
  *   round trips per decision than the plain (batched) Redis store, counted
  *   from `INFO commandstats`;
  * - driven above their limits, the fleet's admissions stay within the
@@ -204,7 +204,7 @@ function byKey(admissions: readonly Admission[], limit: number): Map<number, Adm
   return out;
 }
 
-describe('two-tier lease mode on a fleet of four processes and one redis-server', () => {
+describe('two-tier allotment mode on a fleet of four processes and one redis-server', () => {
   it('far below their limits: at least 10x fewer Redis round trips per decision than the plain Redis store', async () => {
     const limits = (tier?: TierDefinition): LimitSpec[] => [
       { algorithm: 'fixed-window', limit: 1_000_000, windowMs: 60_000, ...(tier !== undefined ? { tier } : {}) },
@@ -212,23 +212,23 @@ describe('two-tier lease mode on a fleet of four processes and one redis-server'
     ];
     const spec = { keys: 20, inflight: 16, checks: 20_000, record: false };
     const plain = await fleet({ ...spec, limits: limits() }, K);
-    const lease = await fleet({ ...spec, limits: limits({ mode: 'lease' }) }, K);
+    const allotment = await fleet({ ...spec, limits: limits({ mode: 'allotment' }) }, K);
     const plainPer = plain.calls / decisions(plain.reports);
-    const leasePer = lease.calls / decisions(lease.reports);
-    console.log(`round trips per decision: plain ${plainPer.toFixed(4)} (${plain.calls} script calls), lease ${leasePer.toFixed(5)} (${lease.calls}), ${(plainPer / leasePer).toFixed(1)}x fewer`);
-    expect(decisions(lease.reports)).toBe(K * spec.checks);
-    expect(lease.reports.every((r) => r?.allowed === spec.checks)).toBe(true);
-    expect(plainPer / leasePer).toBeGreaterThanOrEqual(10);
+    const allotmentPer = allotment.calls / decisions(allotment.reports);
+    console.log(`round trips per decision: plain ${plainPer.toFixed(4)} (${plain.calls} script calls), allotment ${allotmentPer.toFixed(5)} (${allotment.calls}), ${(plainPer / allotmentPer).toFixed(1)}x fewer`);
+    expect(decisions(allotment.reports)).toBe(K * spec.checks);
+    expect(allotment.reports.every((r) => r?.allowed === spec.checks)).toBe(true);
+    expect(plainPer / allotmentPer).toBeGreaterThanOrEqual(10);
   }, 90_000);
 
   const above: LimitSpec[] = [
-    { algorithm: 'fixed-window', limit: 100, windowMs: 500, tier: { mode: 'lease' } },
-    { algorithm: 'sliding-window', limit: 100, windowMs: 500, tier: { mode: 'lease' } },
-    { algorithm: 'token-bucket', limit: 100, windowMs: 500, burst: 100, tier: { mode: 'lease' } },
-    { algorithm: 'gcra', limit: 100, windowMs: 500, burst: 100, tier: { mode: 'lease' } },
+    { algorithm: 'fixed-window', limit: 100, windowMs: 500, tier: { mode: 'allotment' } },
+    { algorithm: 'sliding-window', limit: 100, windowMs: 500, tier: { mode: 'allotment' } },
+    { algorithm: 'token-bucket', limit: 100, windowMs: 500, burst: 100, tier: { mode: 'allotment' } },
+    { algorithm: 'gcra', limit: 100, windowMs: 500, burst: 100, tier: { mode: 'allotment' } },
   ];
-  /** Default maxLease: capacity / 8k. */
-  const maxLease = Math.floor(100 / (8 * K));
+  /** Default maxAllotment: capacity / 8k. */
+  const maxAllotment = Math.floor(100 / (8 * K));
 
   function checkFleet(run: Fleet, limits: readonly LimitSpec[]): void {
     // The shared path's bounds: no admission came from a fail mode (the deadline is generous).
@@ -241,13 +241,13 @@ describe('two-tier lease mode on a fleet of four processes and one redis-server'
       for (const times of keys.values()) {
         const perWindow = checkBound(l, times);
         if (l.algorithm !== 'fixed-window') continue;
-        // Under-admission: every full window with the whole fleet demanding admits at least N - k x maxLease.
+        // Under-admission: every full window with the whole fleet demanding admits at least N - k x maxAllotment.
         const first = Math.floor(run.from / l.windowMs) + 1;
         const last = Math.floor(run.to / l.windowMs);
         expect(last - first, 'full windows with the whole fleet running').toBeGreaterThanOrEqual(1);
         for (let w = first; w < last; w++) {
           const [, all] = perWindow.get(w) ?? [0, 0];
-          expect(all, `window ${w} admitted ${all}`).toBeGreaterThanOrEqual(l.limit - K * maxLease);
+          expect(all, `window ${w} admitted ${all}`).toBeGreaterThanOrEqual(l.limit - K * maxAllotment);
         }
       }
     });

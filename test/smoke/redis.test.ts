@@ -42,7 +42,7 @@ describe('a limiter chain on Redis (server time)', () => {
   it('admits N, rejects the next with an exact wait, consumes nothing on a rejection, and keeps only hashed keys in Redis', async () => {
     const prefix = `smoke-chain:${randomBytes(4).toString('hex')}:`;
     const limiter = createLimiter({
-      store: redisStore({ client: client(), prefix }),
+      defaultStore: redisStore({ client: client(), prefix }),
       limits: [
         { name: 'otp-recipient', purpose: 'abuse', algorithm: 'gcra', limit: 3, window: '15m', key: 'body.phone', reason: 'smoke' },
         { name: 'otp-global', purpose: 'shedding', algorithm: 'token-bucket', limit: 100, window: '1s', burst: 100, key: 'global', reason: 'smoke' },

@@ -24,11 +24,11 @@ export type {
   Purpose,
   RequestContext,
   Source,
-  LeaseTierDefinition,
+  AllotmentTierDefinition,
   PreFilterTierDefinition,
   TierDefinition,
 } from './core/types.js';
-export { MAX_RAW_KEY_LENGTH } from './core/keys.js';
+export { MAX_RAW_KEY_LENGTH } from './core/request-key.js';
 export { DEFAULT_FAIL_CLOSED_AFTER_MS, MAX_KEY_SLOTS } from './core/compile.js';
 
 // Load shedding by criticality (the HTTP adapters take it as the \`shedder\` option).

@@ -5,7 +5,7 @@
  * application uses is in the documented entries (docs/api.md).
  */
 export { closest, didYouMean } from './core/suggest.js';
-export { GLOBAL_KEY, boundKey } from './core/keys.js';
+export { GLOBAL_KEY, boundKey } from './core/request-key.js';
 export { refuseUnknown } from './core/options.js';
 export { decisionKeys, WANT_KEYS } from './core/limiter.js';
 export { compileLimit } from './core/compile.js';

@@ -65,7 +65,7 @@ function isShapeError(error: unknown): boolean {
 
 let engine: RlsEngine | undefined;
 function theEngine(): RlsEngine {
-  engine ??= new RlsEngine(parseRlsConfig([{ file: 'edge.yaml', text: DESCRIPTOR_CONFIG }]), { store: memoryStore(), localStore: memoryStore(), responseHeaders: true, maxOverrides: 16 });
+  engine ??= new RlsEngine(parseRlsConfig([{ file: 'edge.yaml', text: DESCRIPTOR_CONFIG }]), { defaultStore: memoryStore(), localStore: memoryStore(), responseHeaders: true, maxOverrides: 16 });
   return engine;
 }
 

@@ -74,7 +74,7 @@ export const rlsConfigTarget: FuzzTarget = {
   run: (input) => {
     const config = parseRlsConfig([{ file: 'fuzz.yaml', text: input }]);
     // Every accepted rule must build: the server builds the same engine at startup and on reload.
-    const engine = new RlsEngine(config, { store, localStore });
+    const engine = new RlsEngine(config, { defaultStore: store, localStore });
     void engine.close();
     return config;
   },

@@ -30,7 +30,7 @@ const agent = new Agent({ connections: 256, pipelining: 0 });
 
 beforeAll(async () => {
   shedder = createShedder({ target: 20, maxInFlight: 30, criticalReserve: 0.2, interval: '50ms', increase: 0.1, onStep: (s) => steps.push(s) });
-  const limiter = createLimiter({ store: memoryStore(), limits: [{ name: 'floor', purpose: 'shedding', limit: 1_000_000, window: '1s', key: 'global' }] });
+  const limiter = createLimiter({ defaultStore: memoryStore(), limits: [{ name: 'floor', purpose: 'shedding', limit: 1_000_000, window: '1s', key: 'global' }] });
   const guard = createGuard(limiter, { shedder, criticality: (req) => req.headers['x-criticality'] as Criticality | undefined });
   server = createServer((req, res) => {
     void guard(req, res).then((ok) => {

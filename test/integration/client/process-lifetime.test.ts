@@ -34,7 +34,7 @@ async function spentLimit(): Promise<{ url: string; statuses: number[] }> {
   const clock = new ManualClock(Date.UTC(2026, 11, 1, 9));
   const limiter = createLimiter({
     clock,
-    store: memoryStore(),
+    defaultStore: memoryStore(),
     limits: [{ name: 'per-ip', purpose: 'abuse', limit: 1, window: '1s', key: 'ip' }],
   });
   const guard = createGuard(limiter);

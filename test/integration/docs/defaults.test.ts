@@ -366,7 +366,7 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
   },
   'docs/limits.md > `createLimiter(options)` #1': {
     limits: required(() => throwsWithout(() => createLimiter({} as never), 'limits')),
-    store: text('`memoryStore()`'),
+    defaultStore: text('`memoryStore()`'),
     stores: lit({}),
     clock: text('system clock'),
     replicas: num(LIMITER_DEFAULTS.replicas),

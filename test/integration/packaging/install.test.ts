@@ -124,7 +124,7 @@ describe('the library, ratecontract, as a user installs it', () => {
         "import { createLimiter, memoryStore } from 'ratecontract';",
         "import { rateLimit } from 'ratecontract/express';",
         "import { createFetch } from 'ratecontract/client';",
-        'const limiter = createLimiter({ store: memoryStore(), limits: [{ name: \'per-ip\', purpose: \'abuse\', algorithm: \'gcra\', limit: 2, window: \'1m\', key: \'ip\' }] });',
+        'const limiter = createLimiter({ defaultStore: memoryStore(), limits: [{ name: \'per-ip\', purpose: \'abuse\', algorithm: \'gcra\', limit: 2, window: \'1m\', key: \'ip\' }] });',
         "const seen = [];",
         "for (let i = 0; i < 3; i++) { const d = await limiter.check({ ip: '203.0.113.7' }); seen.push(d.allowed ? 200 : d.status); }",
         "console.log(JSON.stringify({ seen, middleware: typeof rateLimit(limiter), client: typeof createFetch() }));",

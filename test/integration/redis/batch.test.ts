@@ -89,7 +89,7 @@ describe('redis store batching', () => {
   it('checks of one tick go out as one script call, in issue order; maxChecks (default 16) splits them; batch: false sends one each', async () => {
     const limits: LimitDefinition[] = [{ name: 'n7', purpose: 'abuse', algorithm: 'fixed-window', limit: 7, window: '1h', key: 'global' }];
     const run = async (batch: false | { maxChecks: number } | undefined) => {
-      const limiter = createLimiter({ limits, store: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 5000, ...(batch === undefined ? {} : { batch }) }) });
+      const limiter = createLimiter({ limits, defaultStore: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 5000, ...(batch === undefined ? {} : { batch }) }) });
       const before = await evalshaCalls();
       const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.check({})));
       return { calls: (await evalshaCalls()) - before, decisions };
@@ -114,7 +114,7 @@ describe('redis store batching', () => {
     try {
       const limiter = createLimiter({
         limits: [{ name: 'n', purpose: 'shedding', algorithm: 'fixed-window', limit: 1000, window: '1h', key: 'global' }],
-        store: redisStore({ client: nodeRedis.client, prefix: prefix(), deadlineMs: 5000 }),
+        defaultStore: redisStore({ client: nodeRedis.client, prefix: prefix(), deadlineMs: 5000 }),
       });
       const before = await evalshaCalls();
       const ds = await Promise.all(Array.from({ length: 40 }, () => limiter.check({})));
@@ -131,7 +131,7 @@ describe('redis store batching', () => {
         { name: 'user', purpose: 'abuse', algorithm: 'fixed-window', limit: 5, window: '1h', key: 'header.user' },
         { name: 'all', purpose: 'shedding', algorithm: 'fixed-window', limit: 3, window: '1h', key: 'global' },
       ],
-      store: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 5000 }),
+      defaultStore: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 5000 }),
     });
     const before = await evalshaCalls();
     const ds = await Promise.all(Array.from({ length: 6 }, () => limiter.check({ headers: { user: 'u' } })));
@@ -145,7 +145,7 @@ describe('redis store batching', () => {
   it('a batch that misses its deadline fails every check in it, each to its own fail mode', async () => {
     const limiter = createLimiter({
       limits: [{ name: 'shed', purpose: 'shedding', onError: 'degraded', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
-      store: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 40 }),
+      defaultStore: redisStore({ client: ioredis().client, prefix: prefix(), deadlineMs: 40 }),
     });
     await raw().call('CLIENT', 'PAUSE', '400', 'ALL');
     const ds = await Promise.all(Array.from({ length: 10 }, () => limiter.check({})));
@@ -175,10 +175,10 @@ describe('redis store batching', () => {
         const memClock = new ManualClock(start);
         const batched = createLimiter({
           limits,
-          store: redisStore({ client: ioredis().client, prefix: prefix(), timeMode: 'client', ttlGraceMs: 3_600_000, deadlineMs: 5000 }),
+          defaultStore: redisStore({ client: ioredis().client, prefix: prefix(), timeMode: 'client', ttlGraceMs: 3_600_000, deadlineMs: 5000 }),
           clock: redisClock,
         });
-        const sequential = createLimiter({ limits, store: memoryStore(), clock: memClock });
+        const sequential = createLimiter({ limits, defaultStore: memoryStore(), clock: memClock });
         for (const round of plan) {
           redisClock.advance(round.dt);
           memClock.advance(round.dt);

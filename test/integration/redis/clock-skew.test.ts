@@ -26,7 +26,7 @@ const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-
 describe('clock skew between replicas', () => {
   it.each(ALGORITHMS)('%s: limiters 30 s apart decide identically in server-time mode', async (algorithm) => {
     const prefix = `skew:${randomBytes(4).toString('hex')}:`;
-    const mk = (clock: Clock) => createLimiter({ limits: [limitFor(algorithm)], store: redisStore({ client: ioredis().client, prefix, deadlineMs: 2000 }), clock });
+    const mk = (clock: Clock) => createLimiter({ limits: [limitFor(algorithm)], defaultStore: redisStore({ client: ioredis().client, prefix, deadlineMs: 2000 }), clock });
     const a = mk(real);
     const b = mk(ahead);
     const seen: Array<{ d: Decision; sent: number; done: number }> = [];
@@ -53,7 +53,7 @@ describe('clock skew between replicas', () => {
   it('control: in client-time mode the limiter 30 s ahead sees a refilled bucket', async () => {
     const prefix = `skew-client:${randomBytes(4).toString('hex')}:`;
     const mk = (clock: Clock) =>
-      createLimiter({ limits: [limitFor('gcra')], store: redisStore({ client: ioredis().client, prefix, timeMode: 'client', deadlineMs: 2000 }), clock });
+      createLimiter({ limits: [limitFor('gcra')], defaultStore: redisStore({ client: ioredis().client, prefix, timeMode: 'client', deadlineMs: 2000 }), clock });
     const a = mk(real);
     const b = mk(ahead);
     for (let i = 0; i < 4; i++) expect((await a.check({})).allowed).toBe(true);

@@ -217,8 +217,8 @@ async function serverTimeRun(client: Redis, v: (typeof VARIANTS)[number], cfg: C
     }
     if (got?.consumed === true && step.refund && next !== undefined) {
       next = algo.refund(next, decidedAt, step.cost, limit.params, op.leaseId);
-      // The store refunds at the instant the op was decided.
-      await store.refund([op], 0);
+      // The refund carries the instant the store reported (as the limiter does), and the store gives back at it.
+      await store.refund([{ ...op, decidedAt: full?.decidedAt }], 0);
       const rawBack = await client.getBuffer(redisKey);
       const laterBack = await serverNow(client);
       if (!storedIs(v, limit, next, rawBack, decidedAt, laterBack)) {

@@ -57,7 +57,7 @@ describe('keySlots on a standalone Redis', () => {
       [undefined, 5000],
     ] as const) {
       const prefix = `ks:${tag()}:`;
-      const limiter = createLimiter({ store: redisStore({ client: client(), prefix, deadlineMs: 2000 }), limits: [otp(slots)] });
+      const limiter = createLimiter({ defaultStore: redisStore({ client: client(), prefix, deadlineMs: 2000 }), limits: [otp(slots)] });
       for (let i = 0; i < 5000; i += 250) await Promise.all(Array.from({ length: 250 }, (_, j) => limiter.check({ principal: `+1555${i + j}` })));
       const keys = await keysUnder(prefix);
       expect(keys.length).toBeLessThanOrEqual(most);
@@ -68,7 +68,7 @@ describe('keySlots on a standalone Redis', () => {
 
   it('two processes with one keySecret share a slot\'s budget; the secret decides the mapping', async () => {
     const prefix = `ks:${tag()}:`;
-    const make = (secret: string) => createLimiter({ store: redisStore({ client: client(), prefix, keySecret: secret, deadlineMs: 2000 }), limits: [otp(1024)] });
+    const make = (secret: string) => createLimiter({ defaultStore: redisStore({ client: client(), prefix, keySecret: secret, deadlineMs: 2000 }), limits: [otp(1024)] });
     const a = make('s3cret');
     const b = make('s3cret');
     // The same key through two limiters (two processes): one budget of 3.
@@ -93,7 +93,7 @@ describe('keySlots on a standalone Redis', () => {
     const measured: Record<string, number> = {};
     for (const algorithm of algorithms) {
       const def = otp(undefined, algorithm, 10);
-      const limiter = createLimiter({ store: redisStore({ client: client(), prefix: `kb:${tag()}:`, deadlineMs: 2000 }), limits: [def] });
+      const limiter = createLimiter({ defaultStore: redisStore({ client: client(), prefix: `kb:${tag()}:`, deadlineMs: 2000 }), limits: [def] });
       // From an empty keyspace each time: the figure is the whole keyspace's memory over its keys (the main hash
       // table's share included), not the jump of one table doubling.
       await redisCli((server as RedisServer).port, 'flushall');
@@ -115,7 +115,7 @@ describe('keySlots on a standalone Redis', () => {
 describe('keySlots on a Redis Cluster', () => {
   it('with a hash-tagged prefix, a chain\'s slot keys and plain keys share one hash slot', async () => {
     const store = redisStore({ client: clusterClient as Cluster, prefix: 'rc:{otp}:' });
-    const limiter = createLimiter({ store, limits: [otp(4096), { name: 'ip', purpose: 'abuse', limit: 10, window: '1m', key: 'ip' }] });
+    const limiter = createLimiter({ defaultStore: store, limits: [otp(4096), { name: 'ip', purpose: 'abuse', limit: 10, window: '1m', key: 'ip' }] });
     const slotOf = (limitIndex: number, key: string): number => keySlot(store.keyFor(limiter.limits[limitIndex]?.id as string, key));
     const slotted = store.slotKey('+15550001', 4096);
     expect(slotted).toMatch(/^%\d+$/);
@@ -126,12 +126,12 @@ describe('keySlots on a Redis Cluster', () => {
   it('without a tag, slot keys spread over the masters, and the limit decides as on the memory store', async () => {
     const prefix = `kc:${tag()}:`;
     const store = redisStore({ client: clusterClient as Cluster, prefix, deadlineMs: 2000 });
-    const limiter = createLimiter({ store, limits: [otp(1)] });
+    const limiter = createLimiter({ defaultStore: store, limits: [otp(1)] });
     // One slot: the second recipient shares the first one's 3 attempts.
     const seen = [];
     for (let i = 0; i < 5; i++) seen.push((await limiter.check({ principal: `+1555000${i % 2}` })).allowed);
     expect(seen).toEqual([true, true, true, false, false]);
-    const spread = createLimiter({ store, limits: [{ ...otp(4096), name: 'otp2' }] });
+    const spread = createLimiter({ defaultStore: store, limits: [{ ...otp(4096), name: 'otp2' }] });
     const slots = new Set<number>();
     for (let i = 0; i < 300; i++) {
       expect((await spread.check({ principal: `r${i}` })).results[0]?.source).toBe('store');

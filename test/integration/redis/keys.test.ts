@@ -42,7 +42,7 @@ describe('keys in Redis (server time)', () => {
   it('every key has a TTL within its useful life; spent states are deleted; raw keys never appear', async () => {
     const client = ioredis().client as Redis;
     const store = redisStore({ client, prefix: 'kt:', deadlineMs: 2000 });
-    const limiter = createLimiter({ limits: LIMITS, store });
+    const limiter = createLimiter({ limits: LIMITS, defaultStore: store });
     try {
       const held: Array<() => Promise<void>> = [];
       for (let round = 0; round < 6; round++) {
@@ -92,7 +92,7 @@ describe('keys in Redis (server time)', () => {
     const store = redisStore({ client, prefix: 'kr:' });
     const limiter = createLimiter({
       limits: [{ name: 'r-token', purpose: 'shedding', algorithm: 'token-bucket', limit: 1, window: '1h', key: 'ip' }],
-      store,
+      defaultStore: store,
     });
     const [limit] = limiter.limits;
     const op = { spec: limit as NonNullable<typeof limit>, key: '198.51.100.1', cost: 1, leaseId: undefined };
@@ -123,7 +123,7 @@ describe('keys in Redis (server time)', () => {
         { name: 'm-log', purpose: 'abuse', algorithm: 'sliding-log', limit: 5, window: '1h', key: 'ip', store: 'shared' },
         { name: 'm-tight', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip' },
       ],
-      store: memoryStore(),
+      defaultStore: memoryStore(),
       stores: { shared: store },
       // The limiter's clock is far from the server's: the refund must not use it.
       clock: { now: () => 1_000 },
@@ -143,5 +143,22 @@ describe('keys in Redis (server time)', () => {
     } finally {
       await limiter.close();
     }
+  });
+});
+
+describe('state keys through the store key cache', () => {
+  it('keyFor gives the digest key of stateKey whether the cache hits, fills, or rests (keys that rarely repeat)', async () => {
+    const { stateKey } = await import('../../../packages/ratecontract/src/stores/redis/keys.js');
+    const store = redisStore({ client: ioredis().client, prefix: 'kc:', keySecret: 's3cret' });
+    const expectKey = (limitId: string, k: string): void => {
+      const got = store.keyFor(limitId, k);
+      if (got !== stateKey('kc:', limitId, k, 's3cret')) throw new Error(`keyFor(${limitId}, ${k}) = ${got}`);
+    };
+    // Hot keys (hits), two limits with the same user key (no mix-up between limits).
+    for (let round = 0; round < 3; round++) for (let i = 0; i < 100; i++) for (const id of ['a:gcra', 'b:gcra']) expectKey(id, `hot-${i}`);
+    // 30,000 distinct keys twice over: the cache fills, finds few hits, rests, and comes back.
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 30_000; i++) expectKey('a:gcra', `k-${i}`);
+    for (let i = 0; i < 100; i++) expectKey('b:gcra', `hot-${i}`);
+    expect(true).toBe(true);
   });
 });

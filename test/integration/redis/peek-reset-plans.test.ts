@@ -92,7 +92,7 @@ describe.each(['standalone', 'cluster'] as const)('peek on %s Redis (client time
           const defs = [limitOf(v, 'first', limit, 1000), ...(chain ? [limitOf({ algorithm: 'gcra' }, 'second', limit + 1, 700)] : [])];
           const clock = new ManualClock(1_700_000_000_000);
           const make = (): ReturnType<typeof createLimiter> =>
-            createLimiter({ clock, store: redisStore({ client, prefix: prefix(), timeMode: 'client', ttlGraceMs: 600_000, deadlineMs: SLOW_HOST_MS }), limits: defs });
+            createLimiter({ clock, defaultStore: redisStore({ client, prefix: prefix(), timeMode: 'client', ttlGraceMs: 600_000, deadlineMs: SLOW_HOST_MS }), limits: defs });
           const peeking = make();
           const twin = make();
           for (const step of script) {
@@ -157,7 +157,7 @@ describe('a peek changes nothing', () => {
     const p = prefix();
     const store = redisStore({ client: io(), prefix: p, deadlineMs: SLOW_HOST_MS });
     const limiter = createLimiter({
-      store,
+      defaultStore: store,
       limits: [
         { name: 'g', purpose: 'shedding', limit: 5, window: '1h', key: 'ip' },
         { name: 'c', purpose: 'shedding', algorithm: 'concurrency', limit: 1, window: '1h', key: 'ip' },
@@ -184,7 +184,7 @@ describe.each(['standalone', 'cluster'] as const)('reset on %s Redis', (topology
     const client = (topology === 'cluster' ? clustered : standalone)?.client as Redis;
     const store = redisStore({ client, prefix: prefix(), deadlineMs: SLOW_HOST_MS });
     const limiter = createLimiter({
-      store,
+      defaultStore: store,
       limits: [
         { name: 'login', purpose: 'abuse', limit: 2, window: '15m', key: 'principal', plan: 'header.x-plan', plans: { basic: {}, long: { window: '1h' } } },
         { name: 'ip', purpose: 'shedding', limit: 3, window: '15m', key: 'ip' },
@@ -212,7 +212,7 @@ describe('peek and reset against a Redis that is gone', () => {
     const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
     client.on('error', () => undefined);
     try {
-      const limiter = createLimiter({ store: redisStore({ client, startupWaitMs: 0 }), limits: [{ name: 'l', purpose: 'shedding', limit: 1, window: '1m', key: 'ip' }] });
+      const limiter = createLimiter({ defaultStore: redisStore({ client, startupWaitMs: 0 }), limits: [{ name: 'l', purpose: 'shedding', limit: 1, window: '1m', key: 'ip' }] });
       const started = Date.now();
       await expect(limiter.peek({ ip: 'a' })).rejects.toBeInstanceOf(StoreError);
       const reset = await limiter.reset('l', { ip: 'a' }).then(() => undefined, (e: unknown) => e);
@@ -244,7 +244,7 @@ describe('plans on Redis', () => {
           fc.array(fc.record({ dt: fc.integer({ min: 0, max: 1200 }), batch: fc.array(fc.record({ tenant: fc.constantFrom('a', 'b', 'c'), plan: fc.constantFrom(...PLANS), cost: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 4 }) }), { minLength: 1, maxLength: 15 }),
           async (script) => {
             const clock = new ManualClock(1_700_000_000_000);
-            const onRedis = createLimiter({ clock, store: redisStore({ client: io(), prefix: prefix(), timeMode: 'client', ttlGraceMs: 600_000, deadlineMs: SLOW_HOST_MS }), limits: [def] });
+            const onRedis = createLimiter({ clock, defaultStore: redisStore({ client: io(), prefix: prefix(), timeMode: 'client', ttlGraceMs: 600_000, deadlineMs: SLOW_HOST_MS }), limits: [def] });
             const inMemory = createLimiter({ clock, limits: [def] });
             for (const step of script) {
               clock.advance(step.dt);
@@ -271,7 +271,7 @@ describe('plans on Redis', () => {
 
   it('a key shared by plans lives until no sharing plan needs it (server time, the TTL is real)', async () => {
     const limiter = createLimiter({
-      store: redisStore({ client: io(), prefix: prefix(), deadlineMs: SLOW_HOST_MS }),
+      defaultStore: redisStore({ client: io(), prefix: prefix(), deadlineMs: SLOW_HOST_MS }),
       limits: [{ name: 'q', purpose: 'shedding', algorithm: 'leaky-bucket', limit: 1, window: '1s', burst: 2, key: 'ip', plan: 'header.x-plan', plans: { slow: {}, fast: { limit: 20, burst: 40 } } }],
     });
     const ctx = (plan: string) => ({ ip: 'k', headers: { 'x-plan': plan } });

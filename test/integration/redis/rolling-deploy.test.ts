@@ -201,7 +201,7 @@ describe('rolling deploy: format-1 and format-2 processes on one Redis at once',
   it('limiter.reset on a format-2 process clears the key in both namespaces (a reset mid-deploy reaches the old processes too)', async () => {
     const prefix = `deploy-reset:${randomBytes(5).toString('hex')}:`;
     const store = redisStore({ client: news(), prefix });
-    const limiter = createLimiter({ store, limits: [{ name: 'otp', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: 60_000, key: 'principal' }] });
+    const limiter = createLimiter({ defaultStore: store, limits: [{ name: 'otp', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: 60_000, key: 'principal' }] });
     try {
       const id = limiter.limits[0]?.id as string;
       const old = new FormatOneStore({ client: olds(), prefix, timeMode: 'server' });

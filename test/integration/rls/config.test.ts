@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRlsConfig } from '../../../packages/cli/src/rls/config.js';
-import { matchRequest, wildcardMatch } from '../../../packages/cli/src/rls/match.js';
+import { matchRequest, wildcardMatch } from '../../../packages/cli/src/rls/descriptor-match.js';
 import { fcBudget } from '../../helpers/fc-budget.js';
 
 const load = (text: string, file = 'x.yaml') => parseRlsConfig([{ file, text }]);

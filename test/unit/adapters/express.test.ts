@@ -50,8 +50,8 @@ describe('express: adapter specifics', () => {
   });
 
   it('takes a limiter per route, sets res.locals.rateLimit, and uses a body parsed before it', async () => {
-    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
-    const api = createLimiter({ limits: [{ name: 'api', purpose: 'shedding', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });
+    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], defaultStore: memoryStore() });
+    const api = createLimiter({ limits: [{ name: 'api', purpose: 'shedding', limit: 100, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
     const app = express();
     app.use(express.json());
     app.use(rateLimit(api));
@@ -68,7 +68,7 @@ describe('express: adapter specifics', () => {
   });
 
   it('leaves non-JSON bodies to their own parsers', async () => {
-    const limiter = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 5, window: '1m', key: 'body.phone' }], store: memoryStore() });
+    const limiter = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 5, window: '1m', key: 'body.phone' }], defaultStore: memoryStore() });
     const app = express();
     app.use(rateLimit(limiter));
     app.use(express.text());

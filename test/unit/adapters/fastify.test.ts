@@ -64,8 +64,8 @@ describe('fastify: adapter specifics', () => {
   });
 
   it('chooses the limiter per route through route config, or none', async () => {
-    const api = createLimiter({ limits: [{ name: 'api', purpose: 'shedding', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });
-    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const api = createLimiter({ limits: [{ name: 'api', purpose: 'shedding', limit: 100, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
+    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], defaultStore: memoryStore() });
     const app = Fastify();
     await app.register(rateLimitPlugin, { limiter: api, maxBodyBytes: 256 });
     app.post('/otp', { config: { rateLimit: { limiter: otp } } }, (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
@@ -84,8 +84,8 @@ describe('fastify: adapter specifics', () => {
   });
 
   it('limits routes registered before the plugin too, per-route limiters and body keys included', async () => {
-    const api = createLimiter({ limits: [{ name: 'api', purpose: 'abuse', limit: 2, window: '1m', key: 'ip' }], store: memoryStore() });
-    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const api = createLimiter({ limits: [{ name: 'api', purpose: 'abuse', limit: 2, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
+    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], defaultStore: memoryStore() });
     const app = Fastify();
     app.post('/otp-before', { config: { rateLimit: { limiter: otp } } }, (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
     app.get('/api-before', (request) => ({ limits: request.rateLimit?.results.map((r) => r.name) }));
@@ -110,8 +110,8 @@ describe('fastify: adapter specifics', () => {
   });
 
   it('registered twice, each registration checks its own body-keyed limiter once', async () => {
-    const strict = createLimiter({ limits: [{ name: 'strict', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
-    const loose = createLimiter({ limits: [{ name: 'loose', purpose: 'abuse', limit: 5, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const strict = createLimiter({ limits: [{ name: 'strict', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], defaultStore: memoryStore() });
+    const loose = createLimiter({ limits: [{ name: 'loose', purpose: 'abuse', limit: 5, window: '15m', key: 'body.phone' }], defaultStore: memoryStore() });
     const app = Fastify();
     await app.register(rateLimitPlugin, { limiter: strict });
     await app.register(rateLimitPlugin, { limiter: loose });
@@ -126,7 +126,7 @@ describe('fastify: adapter specifics', () => {
   });
 
   it('applies to routes registered in other encapsulated contexts', async () => {
-    const limiter = createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], store: memoryStore() });
+    const limiter = createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
     const app = Fastify();
     await app.register(rateLimitPlugin, { limiter });
     await app.register(

@@ -63,7 +63,7 @@ describe('hono: adapter specifics', () => {
   });
 
   it('adds the fields to a Response the handler built itself', async () => {
-    const limiter = createLimiter({ limits: [{ name: 'per-user', purpose: 'abuse', limit: 5, window: '1m', key: 'principal' }], store: memoryStore() });
+    const limiter = createLimiter({ limits: [{ name: 'per-user', purpose: 'abuse', limit: 5, window: '1m', key: 'principal' }], defaultStore: memoryStore() });
     const app = new Hono<{ Variables: RateLimitVariables }>();
     app.use(rateLimit(limiter, { identify: (c) => c.req.header('x-user') }));
     app.get('/raw', () => new Response('raw', { headers: { 'x-own': '1' } }));
@@ -77,7 +77,7 @@ describe('hono: adapter specifics', () => {
   });
 
   it('takes a limiter per route and exposes the decision with c.get', async () => {
-    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], store: memoryStore() });
+    const otp = createLimiter({ limits: [{ name: 'otp', purpose: 'abuse', limit: 1, window: '15m', key: 'body.phone' }], defaultStore: memoryStore() });
     const app = new Hono<{ Variables: RateLimitVariables }>();
     app.post('/otp', rateLimit(otp, { advertise: 'always' }), async (c) => c.json({ limit: c.get('rateLimit')?.results[0]?.name, body: (await c.req.json()) as unknown }));
     const running = await run(app);

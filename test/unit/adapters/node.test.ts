@@ -78,7 +78,7 @@ describe('node: adapter specifics', () => {
   });
 
   it('guard.now answers with a boolean at once on the memory store, and with a promise when it must wait', async () => {
-    const limiter = createLimiter({ limits: [{ name: 'two', purpose: 'abuse', limit: 2, window: '1m', key: 'ip' }], store: memoryStore() });
+    const limiter = createLimiter({ limits: [{ name: 'two', purpose: 'abuse', limit: 2, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
     const seen: unknown[] = [];
     const quick = createGuard(limiter);
     const waits = createGuard(limiter, { identify: () => Promise.resolve('user-1') });
@@ -102,9 +102,9 @@ describe('node: adapter specifics', () => {
   });
 
   it('reads req.headers only when a limit, a key function or a trusted proxy needs them', async () => {
-    const byIp = createLimiter({ limits: [{ name: 'ip', purpose: 'abuse', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });
-    const byHeader = createLimiter({ limits: [{ name: 'tenant', purpose: 'abuse', limit: 1, window: '1m', key: 'header.x-tenant' }], store: memoryStore() });
-    const byFunction = createLimiter({ limits: [{ name: 'fn', purpose: 'abuse', limit: 1, window: '1m', key: (ctx) => (ctx.headers?.['x-tenant'] as string | undefined) ?? 'none' }], store: memoryStore() });
+    const byIp = createLimiter({ limits: [{ name: 'ip', purpose: 'abuse', limit: 100, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
+    const byHeader = createLimiter({ limits: [{ name: 'tenant', purpose: 'abuse', limit: 1, window: '1m', key: 'header.x-tenant' }], defaultStore: memoryStore() });
+    const byFunction = createLimiter({ limits: [{ name: 'fn', purpose: 'abuse', limit: 1, window: '1m', key: (ctx) => (ctx.headers?.['x-tenant'] as string | undefined) ?? 'none' }], defaultStore: memoryStore() });
     const guards = {
       '/ip': createGuard(byIp),
       '/header': createGuard(byHeader),
@@ -144,8 +144,8 @@ describe('node: adapter specifics', () => {
   });
 
   it('chooses a limiter per request with limiterFor, or none', async () => {
-    const strict = createLimiter({ limits: [{ name: 'strict', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], store: memoryStore() });
-    const lax = createLimiter({ limits: [{ name: 'lax', purpose: 'abuse', limit: 100, window: '1m', key: 'ip' }], store: memoryStore() });
+    const strict = createLimiter({ limits: [{ name: 'strict', purpose: 'abuse', limit: 1, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
+    const lax = createLimiter({ limits: [{ name: 'lax', purpose: 'abuse', limit: 100, window: '1m', key: 'ip' }], defaultStore: memoryStore() });
     const guard = createGuard(lax, { limiterFor: (req) => (req.url === '/otp' ? strict : req.url === '/health' ? false : undefined) });
     const app = await listen(
       createServer((req, res) => {

@@ -181,7 +181,7 @@ function list(value: string | string[] | undefined): string {
 
 function limiterOf(limit: number): Limiter {
   const clock = new ManualClock(1_700_000_000_000);
-  return createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit, window: '1m', key: 'ip' }], clock, store: memoryStore() });
+  return createLimiter({ limits: [{ name: 'per-ip', purpose: 'abuse', limit, window: '1m', key: 'ip' }], clock, defaultStore: memoryStore() });
 }
 
 describe.each(ADAPTERS)('%s: the application fields survive the contract fields', (_name, factory, writesRaw) => {

@@ -45,7 +45,7 @@ export function defineAdapterSuite(name: string, factory: AppFactory): void {
 
     async function start(limits: LimitDefinition[], options: SuiteOptions = {}, store?: Store): Promise<Fixture> {
       const clock = new ManualClock(1_700_000_000_000);
-      const limiter = createLimiter({ limits, clock, store: store ?? memoryStore() });
+      const limiter = createLimiter({ limits, clock, defaultStore: store ?? memoryStore() });
       const started = deferred();
       const hold = deferred();
       const finished = deferred();

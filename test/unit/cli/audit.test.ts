@@ -82,12 +82,12 @@ describe('the contract table: words and numbers', () => {
     expect(r.sustainedPerDay).toBe(144_000);
   });
 
-  it('two-tier: the lease bound with k and maxLease, the reserve of a bucket, the pre-filter clause', () => {
-    const lease = rowOf('replicas: 4\nlimits:\n  - { name: a, purpose: shedding, algorithm: fixed-window, limit: 1000, window: 1m, key: ip, tier: { mode: lease } }\n');
-    expect(lease.tier).toBe('lease: never above the bound; a window may admit up to k x maxLease = 124 fewer (k = 4, maxLease 31: unspent leases, which end with their window or after 6s)');
-    const bucket = rowOf('replicas: 2\nlimits:\n  - { name: a, purpose: shedding, algorithm: gcra, limit: 100, window: 1m, burst: 50, key: ip, tier: { mode: lease, maxLease: 5 } }\n');
+  it('two-tier: the allotment bound with k and maxAllotment, the reserve of a bucket, the pre-filter clause', () => {
+    const allotment = rowOf('replicas: 4\nlimits:\n  - { name: a, purpose: shedding, algorithm: fixed-window, limit: 1000, window: 1m, key: ip, tier: { mode: allotment } }\n');
+    expect(allotment.tier).toBe('allotment: never above the bound; a window may admit up to k x maxAllotment = 124 fewer (k = 4, maxAllotment 31: unspent allotments, which end with their window or after 6s)');
+    const bucket = rowOf('replicas: 2\nlimits:\n  - { name: a, purpose: shedding, algorithm: gcra, limit: 100, window: 1m, burst: 50, key: ip, tier: { mode: allotment, maxAllotment: 5 } }\n');
     expect(bucket.tier).toBe(
-      'lease: never above the bound; the shared bucket holds burst - k x maxLease = 40 (k = 2, maxLease 5) and leases the rest, so bursts may fall short of 50 by up to 2 x k x maxLease = 20 (the reserve and unspent leases, for up to 6s)',
+      'allotment: never above the bound; the shared bucket holds burst - k x maxAllotment = 40 (k = 2, maxAllotment 5) and allots the rest, so bursts may fall short of 50 by up to 2 x k x maxAllotment = 20 (the reserve and unspent allotments, for up to 6s)',
     );
     const filter = rowOf('limits:\n  - { name: a, purpose: abuse, algorithm: sliding-window, limit: 5, window: 15m, key: ip, tier: { mode: pre-filter } }\n');
     expect(filter.tier).toContain('pre-filter: a process-local copy at N = 5');

@@ -175,7 +175,7 @@ describe('against the ratecontract node adapter (createGuard)', () => {
   async function guarded(clock: ManualClock): Promise<{ url: string; statuses: number[] }> {
     const limiter = createLimiter({
       clock,
-      store: memoryStore(),
+      defaultStore: memoryStore(),
       limits: [{ name: 'per-ip', purpose: 'abuse', limit: 2, window: '10s', key: 'ip' }],
     });
     const guard = createGuard(limiter, { advertise: 'always' });

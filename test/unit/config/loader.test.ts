@@ -128,6 +128,16 @@ describe('one validation path with the library', () => {
     await lib.close();
   });
 
+  it("a contract file with the old quota mode 'lease' is refused at its path, hinting 'allotment'", () => {
+    const e = refusal(() => parseConfig('limits:\n  - { name: a, purpose: shedding, limit: 100, window: 1m, tier: { mode: lease } }\nroutes: []\n', { file: 'f.yaml' }));
+    expect(e.message).toContain('limits[0].tier.mode');
+    expect(e.detail).toContain('did you mean "allotment"?');
+  });
+
+  it("createLimiter's old 'store' option (a Store object) is refused, hinting 'defaultStore'", () => {
+    expect(() => createLimiter({ limits: [{ name: 'a', purpose: 'abuse', limit: 3, window: '1m' }], store: memoryStore() } as never)).toThrow(/store: unknown option "store"; did you mean "defaultStore"\?/);
+  });
+
   it('a misspelt algorithm is hinted in the library too', () => {
     expect(() => createLimiter({ limits: [{ name: 'a', purpose: 'abuse', limit: 3, window: '1m', algorithm: 'token_bucket' as never }] })).toThrow(/did you mean "token-bucket"\?/);
   });

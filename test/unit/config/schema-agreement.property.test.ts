@@ -40,7 +40,7 @@ const validLimitArb = fc.record(
     status: fc.constantFrom(429, 503),
     onError: fc.constantFrom('closed', 'degraded'),
     failClosedAfter: fc.constantFrom(0, '5s'),
-    tier: fc.constantFrom({ mode: 'lease' }, { mode: 'pre-filter' }, { mode: 'lease', leaseLifetime: '1s', maxKeys: 10 }, { mode: 'pre-filter', maxKeys: 5 }),
+    tier: fc.constantFrom({ mode: 'allotment' }, { mode: 'pre-filter' }, { mode: 'allotment', allotmentLifetime: '1s', maxKeys: 10 }, { mode: 'pre-filter', maxKeys: 5 }),
   },
   { requiredKeys: ['name', 'purpose', 'limit', 'window'] },
 );

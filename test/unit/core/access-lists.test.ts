@@ -24,7 +24,7 @@ const two: LimitDefinition[] = [one, { name: 'per-user', purpose: 'abuse', limit
 describe('allow and deny lists', () => {
   it('a deny list answers 403 denied with no store call (IPv4 CIDR, IPv6 CIDR, address)', async () => {
     const store = countingStore();
-    const limiter = createLimiter({ limits: [one], store, deny: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'] });
+    const limiter = createLimiter({ limits: [one], defaultStore: store, deny: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'] });
     for (const ip of ['10.1.2.3', '2001:db8:1:2::5', '192.0.2.7', '::ffff:10.9.9.9', '2001:db8:1:2::/64']) {
       const d = await limiter.check({ ip });
       expect(d).toMatchObject({ allowed: false, status: 403, outcome: 'denied', limitName: undefined, retryAfterMs: Infinity });
@@ -40,7 +40,7 @@ describe('allow and deny lists', () => {
     let keys = 0;
     const limiter = createLimiter({
       limits: [{ ...one, key: (c) => (keys++, c.ip) }],
-      store,
+      defaultStore: store,
       allow: [{ principal: 'ops' }, (c) => c.ip === 'probe'],
     });
     for (let i = 0; i < 5; i++) expect(await limiter.check({ ip: '1.1.1.1', principal: 'ops' })).toMatchObject({ allowed: true, status: 200, outcome: 'allowed-list' });
@@ -108,7 +108,7 @@ describe('allow and deny lists', () => {
       });
       expect((await limiter.check({ ip: '1.2.3.4' })).outcome).toBe('allowed');
       expect(seen).toHaveLength(1);
-      expect(seen[0]).toMatchObject({ list: 'deny', limit: undefined });
+      expect(seen[0]).toMatchObject({ list: 'deny', limitName: undefined });
     } finally {
       unsubscribe(CHANNELS.listError, on);
     }

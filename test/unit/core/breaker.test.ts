@@ -70,7 +70,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
   it('alternating failures and successes (a drowning store whose late successes reset any run) open it', async () => {
     const clock = new ManualClock(T0);
     const store = new Switch(20, { minimumCalls: 20, failureRate: 0.5, windowMs: 1000 });
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     const transitions = listen<{ to: string; failureRate: number }>(CHANNELS.breaker);
     // Two failures, one success, over and over: never 3 in a row, but a 67% failure rate.
     for (let i = 0; i < 30 && limiter.breakerStates()['(default)'] === 'closed'; i++) {
@@ -89,7 +89,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
   it('under heavy traffic a few failures in a healthy stream do not open it', async () => {
     const clock = new ManualClock(T0);
     const store = new Switch();
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     const errors = listen(CHANNELS.storeError);
     for (let i = 0; i < 400; i++) {
       // 5 failures in a row once the window is full of successes: 5 / 400 is far below the rate.
@@ -106,7 +106,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
     const clock = new ManualClock(T0);
     const store = new Switch(20, { failureThreshold: 3 });
     store.mode = 'fail';
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     for (let i = 0; i < 3; i++) {
       await limiter.check({ principal: 'a' });
       clock.advance(2000);
@@ -118,7 +118,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
     const clock = new ManualClock(T0);
     const store = new Switch(20, { cooldownMs: 100, maxCooldownMs: 300, probeSuccesses: 1 });
     store.mode = 'fail';
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
     expect(limiter.breakerStates()['(default)']).toBe('open');
     const probeAfter = async (ms: number): Promise<number> => {
@@ -145,7 +145,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
     const clock = new ManualClock(T0);
     const store = new Switch();
     store.mode = 'fail';
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
     const gaps: number[] = [];
     // Each failed probe: how long until the next one goes to the store, in 10 ms steps.
@@ -166,7 +166,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
     const clock = new ManualClock(T0);
     const store = new Switch(50, { cooldownMs: 100 });
     store.mode = 'fail';
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     for (let i = 0; i < 3; i++) await limiter.check({ principal: 'a' });
     clock.advance(100);
     store.mode = 'hang';
@@ -186,7 +186,7 @@ describe('the breaker opens on a failure rate, not only on consecutive failures'
   });
 
   it('refuses unknown and invalid breaker options, naming them', () => {
-    const make = (breaker: BreakerOptions): unknown => createLimiter({ store: new Switch(20, breaker), limits: LIMITS });
+    const make = (breaker: BreakerOptions): unknown => createLimiter({ defaultStore: new Switch(20, breaker), limits: LIMITS });
     expect(() => make({ failureRat: 0.5 } as unknown as BreakerOptions)).toThrow(/stores\.\(default\)\.breaker\.failureRat: unknown option/);
     expect(() => make({ failureRate: 1.5 })).toThrow(/breaker\.failureRate: must be in \(0, 1\]/);
     expect(() => make({ probeSuccesses: 0 })).toThrow(/breaker\.probeSuccesses: must be a positive integer/);
@@ -197,7 +197,7 @@ describe('calls in flight are bounded per store', () => {
   it('a check beyond maxInFlight is decided by its fail mode at once, without calling the store', async () => {
     const store = new Switch(5_000, {}, 4);
     store.mode = 'hang';
-    const limiter = createLimiter({ clock: new ManualClock(T0), store, limits: LIMITS });
+    const limiter = createLimiter({ clock: new ManualClock(T0), defaultStore: store, limits: LIMITS });
     const errors = listen<{ reason: string; store: string }>(CHANNELS.storeError);
     const waiting = Array.from({ length: 4 }, (_, i) => limiter.check({ principal: `w${i}` }));
     expect(limiter.storeHealth()['(default)']?.inFlight).toBe(4);
@@ -217,7 +217,7 @@ describe('fallback decisions never starve the event loop', () => {
   it('a closed loop of checks on a store with an open breaker still lets timers and I/O run', async () => {
     const store = new Switch();
     store.mode = 'fail';
-    const limiter = createLimiter({ store, limits: LIMITS });
+    const limiter = createLimiter({ defaultStore: store, limits: LIMITS });
     let fired = false;
     setTimeout(() => (fired = true), 0);
     let checks = 0;
@@ -236,7 +236,7 @@ describe('a store becomes ready before its first deadline starts', () => {
     let ready!: () => void;
     store.ready = () => new Promise<void>((resolve) => (ready = resolve));
     const timeouts = listen(CHANNELS.timeout);
-    const limiter = createLimiter({ store, limits: LIMITS });
+    const limiter = createLimiter({ defaultStore: store, limits: LIMITS });
     const early = Array.from({ length: 10 }, (_, i) => limiter.check({ principal: `e${i}` }));
     expect(limiter.storeHealth()['(default)']?.ready).toBe(false);
     // Longer than the 20 ms deadline: the wait for readiness is not a store failure.
@@ -253,7 +253,7 @@ describe('a store becomes ready before its first deadline starts', () => {
     store.ready = () => new Promise<void>(() => undefined);
     store.mode = 'fail';
     const started = performance.now();
-    const limiter = createLimiter({ store, limits: LIMITS });
+    const limiter = createLimiter({ defaultStore: store, limits: LIMITS });
     const d = await limiter.check({ principal: 'a' });
     expect(d.outcome).toBe('degraded');
     // The wait is the behaviour: at least the startup wait (timers may fire up to 1 ms early).
@@ -275,7 +275,7 @@ describe('a silently dead connection is replaced', () => {
     store.deadConnectionMs = 1000;
     store.mode = 'hang';
     const events = listen<{ store: string; kind: string; silentMs: number; outstanding: number; reconnected: boolean }>(CHANNELS.deadConnection);
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     await silent(limiter, clock, 950);
     expect(store.reconnects).toBe(0);
     await silent(limiter, clock, 100);
@@ -305,12 +305,41 @@ describe('a silently dead connection is replaced', () => {
     expect(store.reconnects).toBe(3);
   });
 
+  it('with failure domains, one silent domain among answering ones: reconnect(node) for it alone, an event naming it', async () => {
+    const clock = new ManualClock(T0);
+    // Two domains by the key's first letter: keys a* live on A, which hangs; b* on B, which answers.
+    class Domains extends Switch {
+      readonly nodesReconnected: Array<string | undefined> = [];
+      readonly domains = (ops: readonly StoreOp[]): readonly string[] => [...new Set(ops.map((o) => (o.key.startsWith('a') ? 'A' : 'B')))];
+      override reconnect = (node?: string): boolean => {
+        this.nodesReconnected.push(node);
+        return true;
+      };
+      override evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+        this.mode = ops.some((o) => o.key.startsWith('a')) ? 'hang' : 'ok';
+        return super.evaluate(ops, now);
+      }
+    }
+    const store = new Domains();
+    store.deadConnectionMs = 1000;
+    const events = listen<{ node: string | undefined; reconnected: boolean }>(CHANNELS.deadConnection);
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
+    for (let t = 0; t < 1100; t += 50) {
+      clock.advance(50);
+      // B answers all along: the store as a whole is never silent.
+      expect((await limiter.check({ principal: `b${t}` })).results[0]?.source).toBe('store');
+      await limiter.check({ principal: `a${t}` });
+    }
+    expect(store.nodesReconnected).toEqual(['A']);
+    expect(events).toMatchObject([{ node: 'A', reconnected: true }]);
+  });
+
   it('a slow store whose late replies keep coming is not silent', async () => {
     const clock = new ManualClock(T0);
     const store = new Switch();
     store.deadConnectionMs = 1000;
     store.mode = 'hang';
-    const limiter = createLimiter({ clock, store, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
     for (let t = 0; t < 10_000; t += 50) {
       clock.advance(50);
       // Every reply arrives, each long after its deadline.
@@ -325,14 +354,14 @@ describe('a silently dead connection is replaced', () => {
     const off = new Switch();
     off.deadConnectionMs = false;
     off.mode = 'hang';
-    await silent(createLimiter({ clock, store: off, limits: LIMITS }), clock, 5000);
+    await silent(createLimiter({ clock, defaultStore: off, limits: LIMITS }), clock, 5000);
     expect(off.reconnects).toBe(0);
 
     const events = listen<{ reconnected: boolean }>(CHANNELS.deadConnection);
     const plain = new Switch();
     delete plain.reconnect;
     plain.mode = 'hang';
-    await silent(createLimiter({ clock, store: plain, limits: LIMITS }), clock, 2100);
+    await silent(createLimiter({ clock, defaultStore: plain, limits: LIMITS }), clock, 2100);
     expect(events.map((e) => e.reconnected)).toEqual([false]);
 
     const throwing = new Switch();
@@ -340,7 +369,7 @@ describe('a silently dead connection is replaced', () => {
     throwing.reconnect = () => {
       throw new Error('boom');
     };
-    const limiter = createLimiter({ clock, store: throwing, limits: LIMITS });
+    const limiter = createLimiter({ clock, defaultStore: throwing, limits: LIMITS });
     await silent(limiter, clock, 2100);
     const d = await limiter.check({ principal: 'after' });
     expect(d.outcome).toBe('degraded');
@@ -351,7 +380,7 @@ describe('a silently dead connection is replaced', () => {
     for (const bad of [0, -1, Number.NaN, Infinity, '1s']) {
       const store = new Switch();
       store.deadConnectionMs = bad as number;
-      expect(() => createLimiter({ store, limits: LIMITS })).toThrow(/stores\.\(default\)\.deadConnectionMs: must be a positive number of ms or false/);
+      expect(() => createLimiter({ defaultStore: store, limits: LIMITS })).toThrow(/stores\.\(default\)\.deadConnectionMs: must be a positive number of ms or false/);
     }
   });
 });

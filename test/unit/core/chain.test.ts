@@ -219,7 +219,7 @@ describe('fail modes when a store fails (core semantics; real-Redis fault tests 
     const clock = new ManualClock(T0);
     const limiter = createLimiter({
       clock,
-      store: new DownStore(),
+      defaultStore: new DownStore(),
       replicas: 4,
       limits: [
         { name: 'open', purpose: 'shedding', onError: 'open', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip' },
@@ -232,7 +232,7 @@ describe('fail modes when a store fails (core semantics; real-Redis fault tests 
 
     const degraded = createLimiter({
       clock,
-      store: new DownStore(),
+      defaultStore: new DownStore(),
       replicas: 4,
       limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 10, window: '1h', key: 'global' }],
     });
@@ -242,7 +242,7 @@ describe('fail modes when a store fails (core semantics; real-Redis fault tests 
 
     const closed = createLimiter({
       clock,
-      store: new DownStore(),
+      defaultStore: new DownStore(),
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'fixed-window', limit: 2, window: '1h', key: 'ip', failClosedAfter: '10s' }],
     });
     const first = await closed.check({ ip: 'a' });

@@ -28,7 +28,7 @@ describe('checkSync', () => {
       refund: (ops, now) => inner.refund(ops, now),
       release: (op, now) => inner.release(op, now),
     };
-    const limiter = createLimiter({ store: asyncOnly, limits: [{ name: 'n1', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip' }] });
+    const limiter = createLimiter({ defaultStore: asyncOnly, limits: [{ name: 'n1', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1h', key: 'ip' }] });
     expect(limiter.checkSync({ ip: 'x' })).toBeUndefined();
     expect(limiter.checkSync({ ip: 'x' })).toBeUndefined();
     expect((await limiter.check({ ip: 'x' })).allowed).toBe(true);

@@ -25,7 +25,7 @@ describe("count: 'failures'", () => {
 
   it('settle is idempotent: a second success refunds nothing more; failure then success keeps the count', async () => {
     const store = new MemoryStore();
-    const limiter = createLimiter({ store, clock: new ManualClock(0), limits: [{ ...login('fixed-window'), limit: 2 }] });
+    const limiter = createLimiter({ defaultStore: store, clock: new ManualClock(0), limits: [{ ...login('fixed-window'), limit: 2 }] });
     const a = await limiter.check({ principal: 'p' });
     const b = await limiter.check({ principal: 'p' });
     await a.settle('success');

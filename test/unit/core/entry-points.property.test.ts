@@ -188,7 +188,7 @@ describe('every entry point makes the same decision, events and key-function cal
           const calls: number[] = [];
           const limiter = createLimiter({
             clock,
-            store: storeOf(failing),
+            defaultStore: storeOf(failing),
             limits: definitions(specs, calls, () => current),
             deny: [() => current.list === 'deny'],
             allow: [() => current.list === 'allow'],
@@ -216,8 +216,8 @@ describe('every entry point makes the same decision, events and key-function cal
         const events: Array<{ lane: number; channel: string; payload: string }> = [];
         let active = -1;
         const onDecision = (m: unknown): void => void events.push({ lane: active, channel: 'decision', payload: JSON.stringify((m as { decision: Decision }).decision) });
-        const onKeyError = (m: unknown): void => void events.push({ lane: active, channel: 'key-error', payload: (m as { limit: string }).limit });
-        const onCostError = (m: unknown): void => void events.push({ lane: active, channel: 'cost-error', payload: JSON.stringify({ limit: (m as { limit: string }).limit, cost: (m as { cost: number }).cost }) });
+        const onKeyError = (m: unknown): void => void events.push({ lane: active, channel: 'key-error', payload: (m as { limitName: string }).limitName });
+        const onCostError = (m: unknown): void => void events.push({ lane: active, channel: 'cost-error', payload: JSON.stringify({ limit: (m as { limitName: string }).limitName, cost: (m as { cost: number }).cost }) });
         subscribe(CHANNELS.decision, onDecision);
         subscribe(CHANNELS.keyError, onKeyError);
         subscribe(CHANNELS.costError, onCostError);

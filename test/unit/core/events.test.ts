@@ -65,7 +65,7 @@ describe('event payloads', () => {
       clock,
       replicas: 'discover',
       heartbeatMs: 10,
-      store: flaky,
+      defaultStore: flaky,
       stores: { other: healthy },
       // list-error, from the limiter's list and a limit's
       deny: [(c) => (c.ip === 'boom' ? thrower() : false)],
@@ -95,7 +95,7 @@ describe('event payloads', () => {
     // timeouts and 'busy': a fresh limiter on a hanging store
     const hanging = new Flaky();
     hanging.mode = 'hang';
-    const second = createLimiter({ clock, store: hanging, limits: [{ name: 'shed', purpose: 'shedding', limit: 10, window: '1s', key: 'principal' }] });
+    const second = createLimiter({ clock, defaultStore: hanging, limits: [{ name: 'shed', purpose: 'shedding', limit: 10, window: '1s', key: 'principal' }] });
     await Promise.all(Array.from({ length: 4 }, (_, i) => second.check({ principal: `p${i}` })));
     // dead-connection: its calls have now been outstanding, unanswered, for longer than deadConnectionMs (2 s)
     clock.advance(2500);

@@ -25,11 +25,11 @@ describe('the single-limit fast path decides exactly as the general chain path',
             ...(['token-bucket', 'leaky-bucket', 'gcra'].includes(algorithm) ? { burst: 4 } : {}),
           };
           const clock = new ManualClock(1_700_000_000_000);
-          const fast = createLimiter({ clock, store: memoryStore(), limits: [def] });
+          const fast = createLimiter({ clock, defaultStore: memoryStore(), limits: [def] });
           // A second limit that never applies forces the general chain path.
           const general = createLimiter({
             clock,
-            store: memoryStore(),
+            defaultStore: memoryStore(),
             limits: [def, { name: 'never', purpose: 'shedding', algorithm: 'fixed-window', limit: 1, window: 1000, key: () => undefined }],
           });
           for (const s of steps) {
@@ -47,9 +47,9 @@ describe('the single-limit fast path decides exactly as the general chain path',
   it('a decision looks the same whatever path made it: own keys, JSON, spread and structuredClone; not a thenable', async () => {
     const def: LimitDefinition = { name: 'l', purpose: 'shedding', algorithm: 'gcra', limit: 1, window: 1000, key: 'ip' };
     const clock = new ManualClock(1_700_000_000_000);
-    const fast = createLimiter({ clock, store: memoryStore(), limits: [def] });
+    const fast = createLimiter({ clock, defaultStore: memoryStore(), limits: [def] });
     // The same limit on a memory store without its single-op entry: the general path, with one limit.
-    const general = createLimiter({ clock, store: generalOnly(memoryStore()), limits: [def] });
+    const general = createLimiter({ clock, defaultStore: generalOnly(memoryStore()), limits: [def] });
     for (const expected of [true, false]) {
       const a = await fast.check({ ip: 'x' });
       const b = await general.check({ ip: 'x' });

@@ -53,7 +53,7 @@ function limiterFor(s: Scenario, slots: number | undefined, clock: { now(): numb
   const usesBurst = algorithms[s.algorithm].usesBurst;
   return createLimiter({
     clock,
-    store: memoryStore(),
+    defaultStore: memoryStore(),
     limits: [
       {
         name: 'l',
@@ -175,7 +175,7 @@ describe('keySlots: a collision only ever makes a limit stricter', () => {
 
   it('the same key always lands in the same slot, and slot keys stay within the slot space', async () => {
     let t = 0;
-    const limiter = createLimiter({ clock: { now: () => t }, store: memoryStore(), limits: [{ name: 'l', purpose: 'abuse', limit: 1, window: '1h', key: 'principal', keySlots: 1 }] });
+    const limiter = createLimiter({ clock: { now: () => t }, defaultStore: memoryStore(), limits: [{ name: 'l', purpose: 'abuse', limit: 1, window: '1h', key: 'principal', keySlots: 1 }] });
     // One slot: a second key shares the first one's budget.
     expect(limiter.checkSync({ principal: 'victim' })?.allowed).toBe(true);
     expect(limiter.checkSync({ principal: 'someone-else' })?.allowed).toBe(false);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter, ManualClock, memoryStore } from '../../../packages/ratecontract/src/index.js';
-import { boundKey } from '../../../packages/ratecontract/src/core/keys.js';
+import { boundKey } from '../../../packages/ratecontract/src/core/request-key.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -10,7 +10,7 @@ describe('memory store', () => {
     const store = memoryStore({ maxKeys: 50_000, overflowSlots: 1024 });
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'fixed-window', limit: 3, window: '1h', key: 'principal' }],
     });
     for (let i = 0; i < 3; i++) expect((await limiter.check({ principal: 'victim' })).allowed).toBe(true);
@@ -42,7 +42,7 @@ describe('memory store', () => {
     const store = memoryStore({ maxKeys: 10, overflowSlots: 4 });
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'otp', purpose: 'abuse', algorithm: 'fixed-window', limit: 3, window: '15m', key: 'body.phone' }],
     });
     for (let i = 0; i < 10; i++) await limiter.check({ body: { phone: `filler-${i}` } });
@@ -61,7 +61,7 @@ describe('memory store', () => {
     const store = memoryStore({ maxKeys: 1000 });
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'ip', purpose: 'shedding', algorithm: 'gcra', limit: 10, window: '1s', key: 'ip' }],
     });
     for (let i = 0; i < 500; i++) await limiter.check({ ip: `a${i}` });
@@ -82,7 +82,7 @@ describe('memory store', () => {
     const store = memoryStore();
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'h', purpose: 'abuse', algorithm: 'fixed-window', limit: 1, window: '1m', key: 'header.x-key' }],
     });
     const hostile = ['x'.repeat(10_240), 'a\u0000b', 'a\r\nSet-Cookie: x=1', '用户🙂', '', ' '];

@@ -143,8 +143,8 @@ describe('limiter.reset', () => {
       unsubscribe(CHANNELS.reset, listener);
     }
     expect(events).toHaveLength(2);
-    expect(events[0]).toMatchObject({ limit: 'login', by: 'support:jo', store: '(default)' });
-    expect(Object.keys(events[0] ?? {}).sort()).toEqual(['by', 'keyHash', 'limit', 'store']);
+    expect(events[0]).toMatchObject({ limitName: 'login', by: 'support:jo', store: '(default)' });
+    expect(Object.keys(events[0] ?? {}).sort()).toEqual(['by', 'keyHash', 'limitName', 'store']);
     expect(events[0]?.keyHash).toMatch(/^#[A-Za-z0-9_-]{43}$/);
     expect(JSON.stringify(events)).not.toContain('alice');
     expect(events[1]?.by).toBeUndefined();
@@ -184,7 +184,7 @@ describe('limiter.reset', () => {
       release: (op, now) => inner.release(op, now),
       clear: (ops) => inner.clear(ops),
     };
-    const limiter = createLimiter({ clock, store, limits: [{ name: 'l', purpose: 'abuse', limit: 1, window: '1h', key: 'ip', failClosedAfter: '1h' }] });
+    const limiter = createLimiter({ clock, defaultStore: store, limits: [{ name: 'l', purpose: 'abuse', limit: 1, window: '1h', key: 'ip', failClosedAfter: '1h' }] });
     failing = true;
     await limiter.check({ ip: 'k' });
     expect((await limiter.check({ ip: 'k' })).allowed).toBe(false);
@@ -203,7 +203,7 @@ describe('peek and reset are operator calls', () => {
   const limits: LimitDefinition[] = [{ name: 'l', purpose: 'shedding', limit: 1, window: '1m', key: 'ip' }];
 
   it('a store without peek or clear: a UsageError naming the store and the method', async () => {
-    const limiter = createLimiter({ store: base, limits });
+    const limiter = createLimiter({ defaultStore: base, limits });
     await expect(limiter.peek({ ip: 'a' })).rejects.toMatchObject({ code: 'RC_UNSUPPORTED_STORE' });
     await expect(limiter.peek({ ip: 'a' })).rejects.toThrow(/"\(default\)" \(custom\).*peek\(ops, now\)/);
     await expect(limiter.reset('l', { ip: 'a' })).rejects.toMatchObject({ code: 'RC_UNSUPPORTED_STORE' });
@@ -211,12 +211,12 @@ describe('peek and reset are operator calls', () => {
   });
 
   it('a failing store: a StoreError with the cause, never a fail-mode answer; a store that never answers: RC_STORE_TIMEOUT', async () => {
-    const failing = createLimiter({ store: { ...base, peek: () => Promise.reject(new Error('connection lost')), clear: () => Promise.reject(new Error('connection lost')) }, limits });
+    const failing = createLimiter({ defaultStore: { ...base, peek: () => Promise.reject(new Error('connection lost')), clear: () => Promise.reject(new Error('connection lost')) }, limits });
     const p = failing.peek({ ip: 'a' });
     await expect(p).rejects.toBeInstanceOf(StoreError);
     await expect(p).rejects.toMatchObject({ code: 'RC_STORE_FAILURE', store: '(default)', cause: { message: 'connection lost' } });
     await expect(failing.reset('l', { ip: 'a' })).rejects.toMatchObject({ code: 'RC_STORE_FAILURE' });
-    const hung = createLimiter({ store: { ...base, deadlineMs: 5, peek: () => new Promise(() => undefined) }, limits });
+    const hung = createLimiter({ defaultStore: { ...base, deadlineMs: 5, peek: () => new Promise(() => undefined) }, limits });
     const started = Date.now();
     await expect(hung.peek({ ip: 'a' })).rejects.toMatchObject({ code: 'RC_STORE_TIMEOUT' });
     // max(deadlineMs, 1000): an operator call is not held to a request's deadline.

@@ -147,7 +147,7 @@ describe('plans: an unknown plan is answered by the fail mode', () => {
       expect(outcomes.map((d) => d.outcome)).toEqual(onError === 'open' ? ['fail-open', 'fail-open', 'fail-open', 'fail-open'] : ['degraded', 'degraded', 'rejected', 'rejected']);
       expect(outcomes[0]?.results[0]).toMatchObject({ onError, limit: 2 });
       expect(events).toHaveLength(4);
-      expect(events[0]).toMatchObject({ limit: 'tenant', plan: 'platinum', error: { code: 'RC_UNKNOWN_PLAN' } });
+      expect(events[0]).toMatchObject({ limitName: 'tenant', plan: 'platinum', error: { code: 'RC_UNKNOWN_PLAN' } });
       expect(events[3]).toMatchObject({ plan: undefined });
       // The store's own state of the key was not touched.
       expect((await limiter.peek(ctx('free'))).results[0]).toMatchObject({ remaining: 1 });

@@ -45,7 +45,7 @@ describe('cost from the request', () => {
       expect(d).toMatchObject({ allowed: false, retryAfterMs: Infinity, limitName: 'gql' });
     }
     expect(errors).toHaveLength(2);
-    expect(errors[0]).toMatchObject({ limit: 'gql', cost: 11 });
+    expect(errors[0]).toMatchObject({ limitName: 'gql', cost: 11 });
     // It consumed nothing: a valid request still gets the whole burst.
     expect((await limiter.check({ ip: 'a', complexity: 1 }, { cost: 10 })).allowed).toBe(true);
   });

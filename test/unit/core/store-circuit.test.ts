@@ -51,7 +51,10 @@ afterEach(() => {
  * 20 ms within a few turns and no more timer time. No wall-clock duration
  * is measured, so a loaded machine cannot stretch or shrink the verdict.
  */
-function fakeDeadlineTimers(): void {
+async function fakeDeadlineTimers(): Promise<void> {
+  // Deadlines set in one pass of the event loop share one timer (withDeadline): let the pass end first, so that
+  // the next deadline starts a timer of its own, a fake one.
+  await turns(1);
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
 }
 
@@ -82,14 +85,14 @@ describe('store deadline and circuit breaker', () => {
     const store = new SwitchableStore(20);
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
     });
     const timeouts = listen(CHANNELS.timeout);
     const transitions = listen(CHANNELS.breaker);
     expect((await limiter.check({})).outcome).toBe('allowed');
 
-    fakeDeadlineTimers();
+    await fakeDeadlineTimers();
     store.mode = 'hang';
     for (let i = 0; i < 3; i++) {
       // The store never answers: the check waits exactly its 20 ms deadline, then answers from the local fallback.
@@ -121,7 +124,7 @@ describe('store deadline and circuit breaker', () => {
     store.mode = 'fail';
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'shed', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'global' }],
     });
     for (let i = 0; i < 3; i++) await limiter.check({});
@@ -139,14 +142,14 @@ describe('store deadline and circuit breaker', () => {
     const store = new SwitchableStore(20);
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       limits: [{ name: 'inflight', purpose: 'shedding', algorithm: 'concurrency', limit: 5, window: '30s', key: 'global' }],
     });
     const errors = listen(CHANNELS.storeError);
     const d = await limiter.check({});
     expect(d.results[0]?.source).toBe('store');
     store.mode = 'hang';
-    fakeDeadlineTimers();
+    await fakeDeadlineTimers();
     await settlesAtDeadline(d.release(), 20);
     // It was the deadline that ended it (the lease is left to expire).
     expect(errors).toHaveLength(1);
@@ -160,7 +163,7 @@ describe('store deadline and circuit breaker', () => {
     const failClosed = listen(CHANNELS.failClosed);
     const limiter = createLimiter({
       clock,
-      store,
+      defaultStore: store,
       failClosedRetryAfterMs: 2000,
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'fixed-window', limit: 5, window: '15m', key: 'principal', failClosedAfter: '5s' }],
     });
@@ -182,7 +185,7 @@ describe('store deadline and circuit breaker', () => {
     store.mode = 'fail';
     const limiter = createLimiter({
       clock: new ManualClock(T0),
-      store,
+      defaultStore: store,
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'gcra', limit: 5, window: '15m', key: 'principal', failClosedAfter: 0 }],
     });
     expect((await limiter.check({ principal: 'u' })).outcome).toBe('fail-closed');
@@ -194,8 +197,8 @@ describe('replica discovery', () => {
     const store = memoryStore();
     const limits = [{ name: 'shed', purpose: 'shedding' as const, algorithm: 'fixed-window' as const, limit: 10, window: '1h' as const, key: 'global' as const }];
     const seen = listen(CHANNELS.replicas);
-    const a = createLimiter({ store, limits, replicas: 'discover', heartbeatMs: 20 });
-    const b = createLimiter({ store, limits, replicas: 'discover', heartbeatMs: 20 });
+    const a = createLimiter({ defaultStore: store, limits, replicas: 'discover', heartbeatMs: 20 });
+    const b = createLimiter({ defaultStore: store, limits, replicas: 'discover', heartbeatMs: 20 });
     const deadline = Date.now() + 5000;
     while ((a.replicas !== 2 || b.replicas !== 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect([a.replicas, b.replicas]).toEqual([2, 2]);
@@ -208,7 +211,7 @@ describe('replica discovery', () => {
     const noHeartbeat = new SwitchableStore();
     expect(() =>
       createLimiter({
-        store: noHeartbeat,
+        defaultStore: noHeartbeat,
         replicas: 'discover',
         limits: [{ name: 'shed', purpose: 'shedding', limit: 1, window: '1s', key: 'global' }],
       }),

@@ -16,7 +16,7 @@ function refused(def: Partial<LimitDefinition>, replicas: number | 'discover' = 
 describe('tier option: refused at construction, naming the option', () => {
   it('algorithms without a lease or pre-filter bound', () => {
     for (const algorithm of ['sliding-log', 'leaky-bucket', 'concurrency'] as const) {
-      const e = refused({ algorithm, tier: { mode: 'lease' } });
+      const e = refused({ algorithm, tier: { mode: 'allotment' } });
       expect(e.option).toBe('limits[0].tier');
       expect(e.message).toContain(`not ${algorithm}`);
     }
@@ -25,29 +25,36 @@ describe('tier option: refused at construction, naming the option', () => {
 
   it('unknown modes and options, bad numbers, countRejected', () => {
     expect(refused({ tier: { mode: 'local' } as never }).option).toBe('limits[0].tier.mode');
-    expect(refused({ tier: { mode: 'lease', maxLeases: 3 } as never }).option).toBe('limits[0].tier.maxLeases');
-    expect(refused({ tier: { mode: 'pre-filter', maxLease: 3 } as never }).option).toBe('limits[0].tier.maxLease');
-    expect(refused({ tier: { mode: 'lease', maxLease: 0 } }).option).toBe('limits[0].tier.maxLease');
-    expect(refused({ tier: { mode: 'lease', maxLease: 101 } }).message).toContain('capacity 100');
-    expect(refused({ tier: { mode: 'lease', leaseLifetime: '0s' } }).option).toBe('limits[0].tier.leaseLifetime');
+    expect(refused({ tier: { mode: 'allotment', maxAllotments: 3 } as never }).option).toBe('limits[0].tier.maxAllotments');
+    expect(refused({ tier: { mode: 'pre-filter', maxAllotment: 3 } as never }).option).toBe('limits[0].tier.maxAllotment');
+    expect(refused({ tier: { mode: 'allotment', maxAllotment: 0 } }).option).toBe('limits[0].tier.maxAllotment');
+    expect(refused({ tier: { mode: 'allotment', maxAllotment: 101 } }).message).toContain('capacity 100');
+    expect(refused({ tier: { mode: 'allotment', allotmentLifetime: '0s' } }).option).toBe('limits[0].tier.allotmentLifetime');
     expect(refused({ tier: { mode: 'pre-filter', maxKeys: -1 } }).option).toBe('limits[0].tier.maxKeys');
-    expect(refused({ countRejected: true, tier: { mode: 'lease' } }).message).toContain('countRejected');
+    expect(refused({ countRejected: true, tier: { mode: 'allotment' } }).message).toContain('countRejected');
     expect(refused({ tier: 'lease' as never }).option).toBe('limits[0].tier');
   });
 
-  it('a tier together with plans (a lease is spent under one plan\'s figures)', () => {
-    for (const mode of ['lease', 'pre-filter'] as const) {
+  it("the old quota mode name 'lease' is refused at its path, with a hint to 'allotment'", () => {
+    const e = refused({ tier: { mode: 'lease' } as never });
+    expect(e.option).toBe('limits[0].tier.mode');
+    expect(e.message).toContain('did you mean "allotment"?');
+    expect(refused({ tier: { mode: 'alotment' } as never }).message).toContain('did you mean "allotment"?');
+  });
+
+  it('a tier together with plans (an allotment is spent under one plan\'s figures)', () => {
+    for (const mode of ['allotment', 'pre-filter'] as const) {
       const e = refused({ tier: { mode }, plan: 'header.x-plan', plans: { free: {}, pro: { limit: 1000 } } });
       expect(e.option).toBe('limits[0].tier');
       expect(e.message).toContain('plans');
     }
   });
 
-  it('bucket leases: a configured k, and burst - k x maxLease must hold one request', () => {
-    const gcra: Partial<LimitDefinition> = { algorithm: 'gcra', burst: 20, tier: { mode: 'lease', maxLease: 5 } };
+  it('bucket allotments: a configured k, and burst - k x maxAllotment must hold one request', () => {
+    const gcra: Partial<LimitDefinition> = { algorithm: 'gcra', burst: 20, tier: { mode: 'allotment', maxAllotment: 5 } };
     expect(refused(gcra, 'discover').message).toContain('replicas');
     const e = refused(gcra, 4);
-    expect(e.option).toBe('limits[0].tier.maxLease');
+    expect(e.option).toBe('limits[0].tier.maxAllotment');
     expect(e.message).toContain('4 x 5');
     expect(() => createLimiter({ replicas: 3, limits: [{ ...base, ...gcra }] }).close()).not.toThrow();
   });

@@ -1,20 +1,20 @@
 /**
- * Two-tier leases that end on keys never checked again: the sweep gives
+ * Two-tier allotments that end on keys never checked again: the sweep gives
  * them back (bounded work per tick), close() resolves once every unspent
- * lease is back, and a check that decided on a lease that ended while the
+ * allotment is back, and a check that decided on an allotment that ended while the
  * check waited for the store still answers. Driven with a manual clock and
  * the sweep called directly (the timer only calls the same method).
  */
 import { describe, expect, it } from 'vitest';
 import { compileLimit } from '../../../packages/ratecontract/src/core/compile.js';
-import { TierStore, SWEEP_KEYS_PER_TICK } from '../../../packages/ratecontract/src/core/tier.js';
+import { TierStore, SWEEP_KEYS_PER_TICK } from '../../../packages/ratecontract/src/core/tier-store.js';
 import { ManualClock, memoryStore, type CompiledLimit, type LimitDefinition, type Store, type StoreOp, type StoreOpResult } from '../../../packages/ratecontract/src/index.js';
 
 function compiled(defs: LimitDefinition[]): CompiledLimit[] {
   return defs.map((d, i) => compileLimit(d, `limits[${i}]`, new Set()));
 }
 
-const LEASED: LimitDefinition = { name: 'tenant', purpose: 'shedding', algorithm: 'fixed-window', limit: 1000, window: 60_000, tier: { mode: 'lease', maxLease: 10, leaseLifetime: 1000 } };
+const ALLOTTED: LimitDefinition = { name: 'tenant', purpose: 'shedding', algorithm: 'fixed-window', limit: 1000, window: 60_000, tier: { mode: 'allotment', maxAllotment: 10, allotmentLifetime: 1000 } };
 const PLAIN: LimitDefinition = { name: 'ip', purpose: 'shedding', algorithm: 'fixed-window', limit: 1000, window: 60_000 };
 
 /** A store over a memory store whose calls can be held until released, and whose refunds are counted. */
@@ -60,19 +60,19 @@ async function sharedRemaining(store: Store, limit: CompiledLimit, key: string, 
   return ((await store.peek([op(limit, key, 0)], now))[0] as StoreOpResult).remaining;
 }
 
-/** Two checks of `key`: the first is exact, the second draws a lease of maxLease (10), 9 of it unspent. */
-async function takeLease(tier: TierStore, limit: CompiledLimit, key: string, now: number): Promise<void> {
+/** Two checks of `key`: the first is exact, the second draws an allotment of maxAllotment (10), 9 of it unspent. */
+async function takeAllotment(tier: TierStore, limit: CompiledLimit, key: string, now: number): Promise<void> {
   for (let i = 0; i < 2; i++) expect((await tier.evaluate([op(limit, key)], now))[0]?.allowed).toBe(true);
 }
 
-describe('two-tier lease sweep', () => {
-  it('gives back a lease that ended on a key never checked again, without an eviction or another check', async () => {
+describe('two-tier allotment sweep', () => {
+  it('gives back an allotment that ended on a key never checked again, without an eviction or another check', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const shared = gated(clock);
-    const [limit] = compiled([LEASED]) as [CompiledLimit];
+    const [limit] = compiled([ALLOTTED]) as [CompiledLimit];
     const tier = new TierStore(shared, [limit], clock, 1, () => 1);
     try {
-      await takeLease(tier, limit, 'quiet', clock.now());
+      await takeAllotment(tier, limit, 'quiet', clock.now());
       expect(await sharedRemaining(shared, limit, 'quiet', clock.now())).toBe(1000 - 11);
       // Still live: the sweep leaves it.
       clock.advance(999);
@@ -90,10 +90,10 @@ describe('two-tier lease sweep', () => {
   it(`looks at no more than ${SWEEP_KEYS_PER_TICK} keys a tick and resumes where it stopped: 1,000 quiet keys go back over 4 ticks`, async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const shared = gated(clock);
-    const [limit] = compiled([{ ...LEASED, tier: { mode: 'lease', maxLease: 10, leaseLifetime: 1000, maxKeys: 5000 } }]) as [CompiledLimit];
+    const [limit] = compiled([{ ...ALLOTTED, tier: { mode: 'allotment', maxAllotment: 10, allotmentLifetime: 1000, maxKeys: 5000 } }]) as [CompiledLimit];
     const tier = new TierStore(shared, [limit], clock, 1, () => 1);
     try {
-      for (let i = 0; i < 1000; i++) await takeLease(tier, limit, `k${i}`, clock.now());
+      for (let i = 0; i < 1000; i++) await takeAllotment(tier, limit, `k${i}`, clock.now());
       clock.advance(1000);
       const ticks: number[] = [];
       for (let t = 0; t < 5; t++) ticks.push(tier.sweep());
@@ -105,13 +105,13 @@ describe('two-tier lease sweep', () => {
     }
   });
 
-  it('close() resolves only once the unspent leases are back in the shared store, and a second close() is harmless', async () => {
+  it('close() resolves only once the unspent allotments are back in the shared store, and a second close() is harmless', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const shared = gated(clock);
-    const [limit] = compiled([LEASED]) as [CompiledLimit];
+    const [limit] = compiled([ALLOTTED]) as [CompiledLimit];
     const tier = new TierStore(shared, [limit], clock, 1, () => 1);
-    await takeLease(tier, limit, 'a', clock.now());
-    await takeLease(tier, limit, 'b', clock.now());
+    await takeAllotment(tier, limit, 'a', clock.now());
+    await takeAllotment(tier, limit, 'b', clock.now());
     shared.hold = true;
     let closed = false;
     const closing = tier.close().then(() => (closed = true));
@@ -128,18 +128,18 @@ describe('two-tier lease sweep', () => {
     expect(shared.refunds).toBe(2);
   });
 
-  it('a check that spent from a lease which ended while the check waited for the store still answers (the sweep gave the lease back meanwhile)', async () => {
+  it('a check that spent from an allotment which ended while the check waited for the store still answers (the sweep gave the allotment back meanwhile)', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const shared = gated(clock);
-    const [leased, plain] = compiled([LEASED, PLAIN]) as [CompiledLimit, CompiledLimit];
-    const tier = new TierStore(shared, [leased, plain], clock, 1, () => 1);
+    const [allotted, plain] = compiled([ALLOTTED, PLAIN]) as [CompiledLimit, CompiledLimit];
+    const tier = new TierStore(shared, [allotted, plain], clock, 1, () => 1);
     try {
-      await takeLease(tier, leased, 't', clock.now());
-      // A chain of the leased limit (decided on the lease) and a plain one (needs the store): it waits.
+      await takeAllotment(tier, allotted, 't', clock.now());
+      // A chain of the allotted limit (decided on the allotment) and a plain one (needs the store): it waits.
       shared.hold = true;
-      const waiting = tier.evaluate([op(leased, 't'), op(plain, 'ip')], clock.now());
+      const waiting = tier.evaluate([op(allotted, 't'), op(plain, 'ip')], clock.now());
       await new Promise((r) => setImmediate(r));
-      // Meanwhile the lease ends, and the sweep gives it back.
+      // Meanwhile the allotment ends, and the sweep gives it back.
       clock.advance(1000);
       expect(tier.sweep()).toBe(1);
       shared.hold = false;

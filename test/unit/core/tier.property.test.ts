@@ -53,7 +53,7 @@ interface Case {
   readonly windowMs: number;
   readonly burst: number;
   readonly k: number;
-  readonly maxLease: number;
+  readonly maxAllotment: number;
   readonly lifetimeMs: number;
   readonly steps: readonly Step[];
 }
@@ -64,23 +64,23 @@ const caseArb: fc.Arbitrary<Case> = fc
     limit: fc.integer({ min: 1, max: 30 }),
     windowMs: fc.constantFrom(10, 60, 100, 1000),
     k: fc.integer({ min: 1, max: 4 }),
-    leaseShare: fc.integer({ min: 1, max: 8 }),
+    allotmentShare: fc.integer({ min: 1, max: 8 }),
     burstExtra: fc.integer({ min: 0, max: 20 }),
     lifetimeShare: fc.integer({ min: 1, max: 10 }),
   })
   .chain((c) => {
     const bucket = BUCKETS.has(c.algorithm);
     const burst = bucket ? c.limit + c.burstExtra : c.limit;
-    // Buckets keep burst - k x maxLease in the shared bucket, which must hold one request.
-    const maxLease = bucket ? Math.max(1, Math.min(Math.floor((burst - 1) / c.k), c.leaseShare)) : Math.max(1, Math.min(c.limit, c.leaseShare));
-    const fits = !bucket || burst - c.k * maxLease >= 1;
+    // Buckets keep burst - k x maxAllotment in the shared bucket, which must hold one request.
+    const maxAllotment = bucket ? Math.max(1, Math.min(Math.floor((burst - 1) / c.k), c.allotmentShare)) : Math.max(1, Math.min(c.limit, c.allotmentShare));
+    const fits = !bucket || burst - c.k * maxAllotment >= 1;
     return fc.array(stepArb(c.k, c.windowMs), { minLength: 5, maxLength: 120 }).map((steps) => ({
       algorithm: fits ? c.algorithm : 'fixed-window',
       limit: c.limit,
       windowMs: c.windowMs,
       burst: fits ? burst : c.limit,
       k: c.k,
-      maxLease: fits ? maxLease : Math.min(c.limit, maxLease),
+      maxAllotment: fits ? maxAllotment : Math.min(c.limit, maxAllotment),
       lifetimeMs: Math.max(1, Math.floor((c.windowMs * c.lifetimeShare) / 10)),
       steps,
     }));
@@ -90,7 +90,7 @@ function fleet(c: Case, tier: Record<string, unknown>, clock: ManualClock, share
   return Array.from({ length: c.k }, () =>
     createLimiter({
       clock,
-      store: shared,
+      defaultStore: shared,
       replicas: c.k,
       limits: [
         {
@@ -128,14 +128,14 @@ function assertWithinBound(c: Case, admitted: ReadonlyMap<number, number[]>): vo
   }
 }
 
-describe('two-tier: lease mode never over-admits (simulated processes on one shared store)', () => {
+describe('two-tier: allotment mode never over-admits (simulated processes on one shared store)', () => {
   it('fleet admissions per key stay within the algorithm bound, whatever the interleaving', async () => {
     let rejections = 0;
     await fc.assert(
       fc.asyncProperty(caseArb, async (c) => {
         const clock = new ManualClock(1_700_000_000_000);
         const shared = memoryStore();
-        const limiters = fleet(c, { mode: 'lease', maxLease: c.maxLease, leaseLifetime: c.lifetimeMs }, clock, shared);
+        const limiters = fleet(c, { mode: 'allotment', maxAllotment: c.maxAllotment, allotmentLifetime: c.lifetimeMs }, clock, shared);
         const admitted = new Map<number, number[]>();
         for (const s of c.steps) {
           clock.advance(s.dt);
@@ -164,14 +164,14 @@ describe('two-tier: lease mode never over-admits (simulated processes on one sha
     expect(rejections).toBeGreaterThan(50);
   });
 
-  it('fixed-window: a saturated fleet admits at least N - k x maxLease per window, and round trips drop by the lease size', async () => {
+  it('fixed-window: a saturated fleet admits at least N - k x maxAllotment per window, and round trips drop by the allotment size', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 20, max: 200 }), fc.integer({ min: 1, max: 10 }), async (k, limit, maxLease) => {
+      fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 20, max: 200 }), fc.integer({ min: 1, max: 10 }), async (k, limit, maxAllotment) => {
         const clock = new ManualClock(1_700_000_000_000);
         const inner = memoryStore();
         const shared = counted(inner);
-        const c: Case = { algorithm: 'fixed-window', limit, windowMs: 1000, burst: limit, k, maxLease, lifetimeMs: 1000, steps: [] };
-        const limiters = fleet(c, { mode: 'lease', maxLease, leaseLifetime: 1000 }, clock, shared);
+        const c: Case = { algorithm: 'fixed-window', limit, windowMs: 1000, burst: limit, k, maxAllotment, lifetimeMs: 1000, steps: [] };
+        const limiters = fleet(c, { mode: 'allotment', maxAllotment, allotmentLifetime: 1000 }, clock, shared);
         clock.set(Math.ceil(clock.now() / 1000) * 1000);
         let admitted = 0;
         let rejectedInARow = 0;
@@ -183,23 +183,23 @@ describe('two-tier: lease mode never over-admits (simulated processes on one sha
           } else rejectedInARow++;
         }
         expect(admitted).toBeLessThanOrEqual(limit);
-        expect(admitted).toBeGreaterThanOrEqual(limit - k * maxLease);
-        // Far from the limit, each round trip carries a lease; near it, the leases shrink to 1.
-        if (maxLease >= 4 && limit >= 8 * k * maxLease) expect(shared.calls).toBeLessThan(admitted / 2);
+        expect(admitted).toBeGreaterThanOrEqual(limit - k * maxAllotment);
+        // Far from the limit, each round trip carries an allotment; near it, the allotments shrink to 1.
+        if (maxAllotment >= 4 && limit >= 8 * k * maxAllotment) expect(shared.calls).toBeLessThan(admitted / 2);
       }),
       fcBudget({ runs: 100, ms: 4000 }),
     );
   });
 
-  it('unspent leases go back to the shared store when the limiter closes', async () => {
+  it('unspent allotments go back to the shared store when the limiter closes', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const shared = memoryStore();
-    const c: Case = { algorithm: 'fixed-window', limit: 100, windowMs: 60_000, burst: 100, k: 2, maxLease: 10, lifetimeMs: 60_000, steps: [] };
-    const [a, b] = fleet(c, { mode: 'lease', maxLease: 10, leaseLifetime: '60s' }, clock, shared) as [Limiter, Limiter];
-    // The first check of a key is an exact shared check; the second draws a lease of 10 and spends one of it.
+    const c: Case = { algorithm: 'fixed-window', limit: 100, windowMs: 60_000, burst: 100, k: 2, maxAllotment: 10, lifetimeMs: 60_000, steps: [] };
+    const [a, b] = fleet(c, { mode: 'allotment', maxAllotment: 10, allotmentLifetime: '60s' }, clock, shared) as [Limiter, Limiter];
+    // The first check of a key is an exact shared check; the second draws an allotment of 10 and spends one of it.
     expect((await a.check({ principal: 'x' })).allowed).toBe(true);
     expect((await a.check({ principal: 'x' })).allowed).toBe(true);
-    const plain = createLimiter({ clock, store: shared, limits: [{ name: 'l', purpose: 'abuse', algorithm: 'fixed-window', limit: 100, window: '60s', key: 'principal' }] });
+    const plain = createLimiter({ clock, defaultStore: shared, limits: [{ name: 'l', purpose: 'abuse', algorithm: 'fixed-window', limit: 100, window: '60s', key: 'principal' }] });
     const remaining = async (): Promise<number> => {
       const d = await plain.check({ principal: 'x' });
       await new Promise((r) => setImmediate(r));

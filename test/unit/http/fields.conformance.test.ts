@@ -191,7 +191,7 @@ describe('RateLimit / RateLimit-Policy conformance table', () => {
 
   it.each(rows)('$label', async ({ limits, requests, cost, options, then }) => {
     const clock = new ManualClock(1_700_000_000_123);
-    const limiter = createLimiter({ limits, clock, store: memoryStore() });
+    const limiter = createLimiter({ limits, clock, defaultStore: memoryStore() });
     const ctx: RequestContext = { principal: 'alice', ip: '203.0.113.9' };
     const steps: Step[] = [];
     for (let i = 0; i < requests; i++) {
@@ -224,7 +224,7 @@ describe('Retry-After property', () => {
       fc.asyncProperty(fc.array(limitArb, { minLength: 1, maxLength: 3 }), fc.array(stepArb, { minLength: 1, maxLength: 25 }), fc.constantFrom<'draft-10' | 'draft-7' | 'draft-6'>('draft-10', 'draft-7', 'draft-6'), async (defs, steps, shape) => {
         const clock = new ManualClock(1_700_000_000_000);
         const limits: LimitDefinition[] = defs.map((d, i) => ({ name: `l${i}`, purpose: 'abuse', ...d }));
-        const limiter = createLimiter({ limits, clock, store: memoryStore() });
+        const limiter = createLimiter({ limits, clock, defaultStore: memoryStore() });
         const ctx: RequestContext = { principal: 'p', ip: '198.51.100.1' };
         for (const step of steps) {
           clock.advance(step.dt);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { policyField, rateLimitField, type AdvertisedLimit } from '../../../packages/ratecontract/src/http/index.js';
 import { fcBudget } from '../../helpers/fc-budget.js';
 
-// The draft-10 fields are assembled from cached pieces (src/http/fields.ts).
+// The draft-10 fields are assembled from cached pieces (src/http/write-fields.ts).
 // The reference is what they must equal byte for byte: `serializeList` over
 // the same items, parameters in the same order.
 

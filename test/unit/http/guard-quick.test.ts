@@ -38,7 +38,7 @@ function viaDecide(guard: HttpGuard<Req>, f: RequestFacts<Req>): Promise<GuardRe
 async function viaQuick(guard: HttpGuard<Req>, f: RequestFacts<Req>): Promise<GuardResult | 'not quick'> {
   const q = guard.quick(f.remoteAddress, f.method, f.url);
   if (q === undefined || q instanceof Unexpected) return 'not quick';
-  if (q.allowed && q.delayMs <= 0) return { kind: 'proceed', decision: q, headers: {}, holdsSettlements: false };
+  if (q.allowed && q.delayMs <= 0) return { kind: 'proceed', decision: q, responseFields: {}, holdsSettlements: false };
   return new Promise((resolve) => guard.conclude(q, f, resolve));
 }
 
@@ -47,7 +47,7 @@ function view(r: GuardResult): unknown {
   return {
     kind: r.kind,
     decision: d && { allowed: d.allowed, status: d.status, outcome: d.outcome, limit: d.limitName, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs },
-    headers: r.kind === 'proceed' ? r.headers : undefined,
+    responseFields: r.kind === 'proceed' ? r.responseFields : undefined,
     response: r.kind === 'respond' ? r.response : undefined,
   };
 }
@@ -66,7 +66,7 @@ describe('HttpGuard.quick', () => {
         async (algorithms, queue, steps) => {
           const limits = algorithms.map((a, i) => def(`l${i}`, a, i === 0 ? 'ip' : i === 1 ? 'query.k' : 'global', queue));
           const clocks = [new ManualClock(1_700_000_000_000), new ManualClock(1_700_000_000_000)];
-          const [a, b] = clocks.map((clock) => new HttpGuard<Req>(createLimiter({ clock, store: memoryStore(), limits }), { delay: noDelay }));
+          const [a, b] = clocks.map((clock) => new HttpGuard<Req>(createLimiter({ clock, defaultStore: memoryStore(), limits }), { delay: noDelay }));
           for (const s of steps) {
             for (const c of clocks) c.advance(s.step);
             const f = facts(s.ip, `/p${s.q}`);
@@ -105,7 +105,7 @@ describe('HttpGuard.quick', () => {
       ['an asynchronous store', [ipLimit], {}, asyncOnly()],
     ];
     for (const [why, limits, options, store] of cases) {
-      const limiter = createLimiter({ limits, ...(store ? { store } : {}) });
+      const limiter = createLimiter({ limits, ...(store ? { defaultStore: store } : {}) });
       const guard = new HttpGuard<Req>(limiter, options);
       expect(guard.quick('203.0.113.9', 'GET', '/'), why).toBeUndefined();
     }

@@ -7,7 +7,7 @@ const abuse = (def: Partial<LimitDefinition> & Pick<LimitDefinition, 'name' | 'l
 
 function setup(limits: LimitDefinition[], store?: Store): { limiter: Limiter; clock: ManualClock } {
   const clock = new ManualClock(1_700_000_000_000);
-  return { limiter: createLimiter({ limits, clock, store: store ?? memoryStore() }), clock };
+  return { limiter: createLimiter({ limits, clock, defaultStore: store ?? memoryStore() }), clock };
 }
 
 async function answer(limiter: Limiter, ctx: RequestContext, options: ResponseOptions = {}, cost?: number): Promise<HttpResponse> {

@@ -10,7 +10,7 @@
  */
 import { algorithms, type AlgorithmName, type AlgorithmParams } from '../../../packages/ratecontract/src/index.js';
 import type { RlsConfig, RlsRule } from '../../../packages/cli/src/rls/config.js';
-import { matchRequest } from '../../../packages/cli/src/rls/match.js';
+import { matchRequest } from '../../../packages/cli/src/rls/descriptor-match.js';
 import { descriptorKey } from '../../../packages/cli/src/rls/engine.js';
 import type { TrafficStep } from './rls-arbitraries.js';
 

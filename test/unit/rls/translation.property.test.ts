@@ -28,8 +28,8 @@ interface Decider {
 
 type Loaded = { readonly engine: Decider } | { readonly error: unknown };
 
-function options(clock: ManualClock): { store: Store; localStore: Store; clock: ManualClock; responseHeaders: true } {
-  return { store: memoryStore(), localStore: memoryStore(), clock, responseHeaders: true };
+function options(clock: ManualClock): { defaultStore: Store; localStore: Store; clock: ManualClock; responseHeaders: true } {
+  return { defaultStore: memoryStore(), localStore: memoryStore(), clock, responseHeaders: true };
 }
 
 function load(text: string, clock: ManualClock): Loaded {

@@ -119,7 +119,7 @@ async function runRls(args: ParsedArgs, io: CommandIo): Promise<number> {
     running = await startRls({
       config,
       configPath,
-      store,
+      defaultStore: store,
       storesReady,
       storeType: redis === undefined ? 'memory' : 'redis',
       host,

@@ -134,7 +134,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulationResu
     const burst = algo.usesBurst ? options.burst : undefined;
     const limiter = createLimiter({
       clock,
-      store: memoryStore(),
+      defaultStore: memoryStore(),
       limits: [{ name: 'sim', purpose: 'shedding', algorithm: name, limit: options.limit, window: options.windowMs, burst, key: 'global' }],
     });
     const params: AlgorithmParams = { limit: options.limit, windowMs: options.windowMs, burst: burst ?? options.limit, queue: false };

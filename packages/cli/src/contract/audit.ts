@@ -20,7 +20,7 @@ export interface AuditRow {
   readonly bound: string;
   /**
    * The two-tier clause (`tier`) in words and numbers with k: what the
-   * leases can cost in admissions (never more than the bound, fewer by at
+   * allotments can cost in admissions (never more than the bound, fewer by at
    * most the stated units), or what the pre-filter refuses. `null` without
    * `tier`.
    */
@@ -156,11 +156,11 @@ function boundWords(l: CompiledLimit): string {
   }
 }
 
-/** The largest lease `tier.maxLease` defaults to: capacity / 8k, at least 1 (as the limiter computes it). */
-function maxLeaseOf(l: CompiledLimit, k: number): number {
+/** The largest allotment `tier.maxAllotment` defaults to: capacity / 8k, at least 1 (as the limiter computes it). */
+function maxAllotmentOf(l: CompiledLimit, k: number): number {
   const tier = l.tier;
-  if (tier?.mode !== 'lease') return 0;
-  return tier.maxLease ?? Math.max(1, Math.floor(algorithms[l.algorithm].capacity(l.params) / (8 * k)));
+  if (tier?.mode !== 'allotment') return 0;
+  return tier.maxAllotment ?? Math.max(1, Math.floor(algorithms[l.algorithm].capacity(l.params) / (8 * k)));
 }
 
 function tierWords(l: CompiledLimit, k: number | null): string | null {
@@ -170,15 +170,15 @@ function tierWords(l: CompiledLimit, k: number | null): string | null {
     return `pre-filter: a process-local copy at N = ${l.params.limit} refuses a single-source flood before any store call; it never refuses what the shared limit would admit`;
   }
   const kk = k ?? 1;
-  const lease = maxLeaseOf(l, kk);
+  const allotment = maxAllotmentOf(l, kk);
   const kText = k === null ? 'k (discovered)' : `k = ${k}`;
-  const life = formatDuration(tier.leaseLifetimeMs);
+  const life = formatDuration(tier.allotmentLifetimeMs);
   if (l.algorithm === 'token-bucket' || l.algorithm === 'gcra') {
-    const shared = l.params.burst - kk * lease;
-    return `lease: never above the bound; the shared bucket holds burst - k x maxLease = ${shared} (${kText}, maxLease ${lease}) and leases the rest, so bursts may fall short of ${l.params.burst} by up to 2 x k x maxLease = ${2 * kk * lease} (the reserve and unspent leases, for up to ${life})`;
+    const shared = l.params.burst - kk * allotment;
+    return `allotment: never above the bound; the shared bucket holds burst - k x maxAllotment = ${shared} (${kText}, maxAllotment ${allotment}) and allots the rest, so bursts may fall short of ${l.params.burst} by up to 2 x k x maxAllotment = ${2 * kk * allotment} (the reserve and unspent allotments, for up to ${life})`;
   }
   const est = l.algorithm === 'sliding-window' ? '; unspent units also weigh in the next window’s estimate' : '';
-  return `lease: never above the bound; a window may admit up to k x maxLease = ${kk * lease} fewer (${kText}, maxLease ${lease}: unspent leases, which end with their window or after ${life})${est}`;
+  return `allotment: never above the bound; a window may admit up to k x maxAllotment = ${kk * allotment} fewer (${kText}, maxAllotment ${allotment}: unspent allotments, which end with their window or after ${life})${est}`;
 }
 
 function storeOf(config: RateContractConfig, l: CompiledLimit): { name: string; store: StoreConfig } {

@@ -280,9 +280,9 @@ const SCRIPT = `
     list.replaceChildren();
     limits.forEach(function (r) {
       var box = el("div", "shadow-limit");
-      box.setAttribute("data-limit", String(r.limit));
+      box.setAttribute("data-limit", String(r.limitName));
       box.setAttribute("data-limiter", String(r.limiter));
-      var h = el("h3", "", String(r.limit) + " ");
+      var h = el("h3", "", String(r.limitName) + " ");
       h.appendChild(el("small", "", String(r.limiter) + " \u00b7 key " + String(r.keySpec)));
       box.appendChild(h);
       var meta = el("div", "meta", "in shadow " + duration(r.inShadowMs) + " \u00b7 would reject " + percent(r.wouldRejectRate) + " of " + r.checks +

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, createLimiter, systemClock, type Clock, type Decision, type LimitDefinition, type Limiter, type Store } from 'ratecontract';
 import { policyField, rateLimitField, retryAfterSeconds, type AdvertisedLimit } from 'ratecontract/http';
 import { descriptorKeyOf, DROP_IN_PURPOSE, UNIT_MS, UNIT_WIRE, type RlsConfig, type RlsKeyContext, type RlsRule, type RlsUnit } from './config.js';
-import { matchRequest, type Entry, type Match } from './match.js';
+import { matchRequest, type Entry, type Match } from './descriptor-match.js';
 
 /** `RateLimitDescriptor` as the engine reads it (from gRPC or `/json`). */
 export interface RlsDescriptor {
@@ -55,7 +55,7 @@ export class RlsServiceError extends Error {
 /** Options of `RlsEngine`. */
 export interface RlsEngineOptions {
   /** The default store (memory, or Redis with `--redis`). */
-  readonly store: Store;
+  readonly defaultStore: Store;
   /** The store of rules with `store: local`. */
   readonly localStore: Store;
   readonly clock?: Clock | undefined;
@@ -166,9 +166,9 @@ export class RlsEngine {
   }
 
   #limiter(rule: RlsRule, name: string, requestsPerUnit: number, unit: RlsUnit): Limiter<Ctx> {
-    const store = rule.store === 'local' ? this.#options.localStore : this.#options.store;
+    const store = rule.store === 'local' ? this.#options.localStore : this.#options.defaultStore;
     // The library compiles the definition again here: it passed the same compiler at load.
-    return createLimiter<Ctx>({ limits: [definition(rule, name, requestsPerUnit, unit)], store, clock: this.#clock });
+    return createLimiter<Ctx>({ limits: [definition(rule, name, requestsPerUnit, unit)], defaultStore: store, clock: this.#clock });
   }
 
   /** Every limiter now in use (for the metrics bindings). */
@@ -183,7 +183,7 @@ export class RlsEngine {
 
   /**
    * Stops the background work of the limiters `next` did not take over;
-   * resolves once their unspent two-tier leases are back in the store.
+   * resolves once their unspent two-tier allotments are back in the store.
    */
   async close(next?: RlsEngine): Promise<void> {
     const kept = new Set(next === undefined ? [] : next.limiters());

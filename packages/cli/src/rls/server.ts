@@ -22,7 +22,7 @@ export interface RlsServerOptions {
   /** The file or directory the config came from: what is watched and reloaded. */
   readonly configPath: string;
   /** The default store (memory, or Redis with `--redis`). */
-  readonly store: Store;
+  readonly defaultStore: Store;
   /** Readiness of the default store by name (`default`), flipping as Redis comes: what `/readyz` reports. */
   readonly storesReady: ReadonlyMap<string, boolean>;
   /** The default store's type, for the startup line. */
@@ -99,7 +99,7 @@ interface RlsFrontEnd extends FrontEnd {
 function rlsFrontEnd(options: RlsServerOptions, ctx: HostContext): RlsFrontEnd {
   const { log, inFlight } = ctx;
   const localStore = memoryStore();
-  const engineOptions = { store: options.store, localStore, responseHeaders: options.responseHeaders };
+  const engineOptions = { defaultStore: options.defaultStore, localStore, responseHeaders: options.responseHeaders };
   let engine = new RlsEngine(options.config, engineOptions);
 
   const registry = ctx.registry;
@@ -296,7 +296,7 @@ function rlsFrontEnd(options: RlsServerOptions, ctx: HostContext): RlsFrontEnd {
         });
       });
       await closeServer(http);
-      // Unspent two-tier leases go back before the store closes.
+      // Unspent two-tier allotments go back before the store closes.
       await engine.close();
       await options.closeStore?.();
     },

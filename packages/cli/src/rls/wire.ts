@@ -1,6 +1,6 @@
 import { RLS_UNITS, type RlsUnit } from './config.js';
 import type { RlsDescriptor, RlsRequest, RlsResponse } from './engine.js';
-import type { Entry } from './match.js';
+import type { Entry } from './descriptor-match.js';
 
 /** Every enum name of the unit (`SECOND`...), mapped to ours; `UNKNOWN` and the rest to `undefined`. */
 function unitFrom(v: unknown): RlsUnit | undefined {

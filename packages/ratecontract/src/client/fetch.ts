@@ -4,7 +4,7 @@ import { AdaptiveThrottle, RetryBudget } from './budget.js';
 import { RateLimitedError, RetryBudgetExceededError, type GiveUpReason } from './errors.js';
 import { clientGiveUpChannel, clientWaitChannel } from './events.js';
 import { resolveOptions, type ClientOptions, type FetchLike, type WaitReason } from './options.js';
-import { retryAfterMs } from './retry-after.js';
+import { retryAfterMs } from './read-retry-after.js';
 import { exhaustedResetMs, Scopes, type Reservation } from './scopes.js';
 import { createSleep } from './sleep.js';
 

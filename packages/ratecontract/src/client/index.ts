@@ -1,9 +1,9 @@
 export { createFetch, type PoliteFetch } from './fetch.js';
 export { RateLimitedError, RetryBudgetExceededError, type GiveUpReason } from './errors.js';
 export { CLIENT_CHANNELS } from './events.js';
-export { retryAfterMs } from './retry-after.js';
+export { retryAfterMs } from './read-retry-after.js';
 export { parseHttpDate } from './http-date.js';
-export { parseRateLimit, parsePolicy, type ServiceLimit, type QuotaPolicy } from './fields.js';
+export { parseRateLimit, parsePolicy, type ServiceLimit, type QuotaPolicy } from './read-fields.js';
 export { backoffWait, serverWait, type Jitter, type Backoff } from './backoff.js';
 export { safeRate, type Pacing } from './scopes.js';
 export {

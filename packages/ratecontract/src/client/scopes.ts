@@ -1,4 +1,4 @@
-import { countsRequests, parsePolicy, parseRateLimit, type QuotaPolicy, type ServiceLimit } from './fields.js';
+import { countsRequests, parsePolicy, parseRateLimit, type QuotaPolicy, type ServiceLimit } from './read-fields.js';
 
 /** Why a request waits before it is sent. */
 export type GateReason = 'retry-after' | 'ratelimit';

@@ -230,7 +230,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
     if (r.limits.length === 0) return { config: r, index, limiter: undefined };
     const limiter = createLimiter({
       limits: r.limits.map((n) => byName.get(n) as LimitDefinition),
-      store: defaultStore,
+      defaultStore: defaultStore,
       stores,
       replicas: config.replicas,
       ...(options.clock !== undefined && { clock: options.clock }),
@@ -261,7 +261,7 @@ export async function buildRuntime(config: RateContractConfig, options: RuntimeO
       ...(h.maxBodyBytes !== undefined && { maxBodyBytes: h.maxBodyBytes }),
     },
     close: async () => {
-      // Unspent two-tier leases go back before the clients they go back through are closed.
+      // Unspent two-tier allotments go back before the clients they go back through are closed.
       await Promise.all(limiters.map((l) => l.close()));
       const handedOn = new Set([...mine.taken].map((name) => mine.stores.get(name)?.owned));
       await Promise.all(owned.filter((c) => !handedOn.has(c)).map((c) => c.close()));

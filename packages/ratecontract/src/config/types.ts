@@ -1,7 +1,7 @@
 import type { Duration } from '../core/duration.js';
 import type { CompiledLimit, LimitDefinition } from '../core/types.js';
 import type { Advertise, HeaderShape } from '../http/response-options.js';
-import type { TrustProxy } from '../http/ip.js';
+import type { TrustProxy } from '../http/client-ip.js';
 import type { RoutePattern } from './route-pattern.js';
 
 /** `stores.<name>` with `type: memory`: state in this process (k replicas enforce up to k x N). */

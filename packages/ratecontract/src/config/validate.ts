@@ -4,7 +4,7 @@ import { parseDuration } from '../core/duration.js';
 import { ConfigError, type ErrorCode } from '../core/errors.js';
 import { didYouMean } from '../core/suggest.js';
 import type { CompiledLimit, LimitDefinition } from '../core/types.js';
-import { resolveIpOptions, type IpOptions } from '../http/ip.js';
+import { resolveIpOptions, type IpOptions } from '../http/client-ip.js';
 import { resolveResponseOptions, type ResponseOptions } from '../http/response-options.js';
 import { resolveMemoryStoreOptions } from '../stores/memory/memory-store.js';
 import { parseRoutePattern } from './route-pattern.js';

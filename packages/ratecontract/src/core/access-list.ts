@@ -126,7 +126,7 @@ export class AccessList<Ctx = RequestContext> {
       try {
         if (fn(ctx) === true) return true;
       } catch (error) {
-        if (listErrorChannel.hasSubscribers) listErrorChannel.publish({ list: this.kind, limit: this.limit, error });
+        if (listErrorChannel.hasSubscribers) listErrorChannel.publish({ list: this.kind, limitName: this.limit, error });
       }
     }
     return false;

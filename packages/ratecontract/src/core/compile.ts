@@ -5,7 +5,7 @@ import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { AccessList, type ListCounter } from './access-list.js';
-import { compileKey } from './keys.js';
+import { compileKey } from './request-key.js';
 import { didYouMean } from './suggest.js';
 import type { AlgorithmParams } from '../algorithms/types.js';
 import { refuseUnknown } from './options.js';
@@ -125,9 +125,10 @@ function checkPrecisionWindow(precision: number, windowMs: number, option: strin
   }
 }
 
-/** Algorithms a two-tier mode supports (leases and the pre-filter rest on counts that only fall with time). */
+/** Algorithms a two-tier mode supports (allotments and the pre-filter rest on counts that only fall with time). */
 export const TIER_ALGORITHMS: readonly AlgorithmName[] = Object.freeze(['fixed-window', 'sliding-window', 'token-bucket', 'gcra']);
-const LEASE_OPTIONS = ['mode', 'maxLease', 'leaseLifetime', 'maxKeys'];
+const TIER_MODES = ['allotment', 'pre-filter'];
+const ALLOTMENT_OPTIONS = ['mode', 'maxAllotment', 'allotmentLifetime', 'maxKeys'];
 const PRE_FILTER_OPTIONS = ['mode', 'maxKeys'];
 const DEFAULT_TIER_KEYS = 10_000;
 
@@ -141,26 +142,30 @@ function tierKeys(v: unknown, option: string): number {
 function compileTier(v: unknown, where: string, algorithm: AlgorithmName, windowMs: number, countRejected: boolean, capacity: number): CompiledTier | undefined {
   if (v === undefined) return undefined;
   const at = `${where}tier`;
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('RC_INVALID_OPTION', at, "must be { mode: 'lease' } or { mode: 'pre-filter' }");
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('RC_INVALID_OPTION', at, "must be { mode: 'allotment' } or { mode: 'pre-filter' }");
   const o = v as Record<string, unknown>;
-  if (o.mode !== 'lease' && o.mode !== 'pre-filter') throw new ConfigError('RC_INVALID_OPTION', `${at}.mode`, `must be 'lease' or 'pre-filter', got ${JSON.stringify(o.mode)}`);
-  refuseUnknown(o, o.mode === 'lease' ? LEASE_OPTIONS : PRE_FILTER_OPTIONS, at);
+  if (o.mode !== 'allotment' && o.mode !== 'pre-filter') {
+    // 'lease' was the quota mode's name before 0.1.0; a lease is now a concurrency lease only.
+    const hint = o.mode === 'lease' ? `; did you mean "allotment"? (quota held by one process is an allotment; "lease" names concurrency leases only)` : typeof o.mode === 'string' ? didYouMean(o.mode, TIER_MODES) : '';
+    throw new ConfigError('RC_INVALID_OPTION', `${at}.mode`, `must be 'allotment' or 'pre-filter', got ${JSON.stringify(o.mode)}${hint}`);
+  }
+  refuseUnknown(o, o.mode === 'allotment' ? ALLOTMENT_OPTIONS : PRE_FILTER_OPTIONS, at);
   if (!TIER_ALGORITHMS.includes(algorithm)) {
     throw new ConfigError('RC_INVALID_OPTION', at, `tier mode '${o.mode}' supports ${TIER_ALGORITHMS.join(', ')}, not ${algorithm}`);
   }
   if (countRejected) throw new ConfigError('RC_INVALID_OPTION', at, `does not apply with countRejected: a locally decided request would not count the attempts the store counts`);
   const maxKeys = tierKeys(o.maxKeys, `${at}.maxKeys`);
   if (o.mode === 'pre-filter') return { mode: 'pre-filter', maxKeys };
-  let maxLease: number | undefined;
-  if (o.maxLease !== undefined) {
-    if (typeof o.maxLease !== 'number' || !Number.isSafeInteger(o.maxLease) || o.maxLease < 1) {
-      throw new ConfigError('RC_INVALID_OPTION', `${at}.maxLease`, `must be a positive integer, got ${typeof o.maxLease === 'number' ? String(o.maxLease) : typeof o.maxLease}`);
+  let maxAllotment: number | undefined;
+  if (o.maxAllotment !== undefined) {
+    if (typeof o.maxAllotment !== 'number' || !Number.isSafeInteger(o.maxAllotment) || o.maxAllotment < 1) {
+      throw new ConfigError('RC_INVALID_OPTION', `${at}.maxAllotment`, `must be a positive integer, got ${typeof o.maxAllotment === 'number' ? String(o.maxAllotment) : typeof o.maxAllotment}`);
     }
-    if (o.maxLease > capacity) throw new ConfigError('RC_INVALID_OPTION', `${at}.maxLease`, `must be at most the limit's capacity ${capacity}, got ${o.maxLease}`);
-    maxLease = o.maxLease;
+    if (o.maxAllotment > capacity) throw new ConfigError('RC_INVALID_OPTION', `${at}.maxAllotment`, `must be at most the limit's capacity ${capacity}, got ${o.maxAllotment}`);
+    maxAllotment = o.maxAllotment;
   }
-  const leaseLifetimeMs = o.leaseLifetime === undefined ? Math.max(1, Math.floor(windowMs / 10)) : parseDuration(o.leaseLifetime, `${at}.leaseLifetime`);
-  return { mode: 'lease', maxLease, leaseLifetimeMs, maxKeys };
+  const allotmentLifetimeMs = o.allotmentLifetime === undefined ? Math.max(1, Math.floor(windowMs / 10)) : parseDuration(o.allotmentLifetime, `${at}.allotmentLifetime`);
+  return { mode: 'allotment', maxAllotment, allotmentLifetimeMs, maxKeys };
 }
 
 const DEFAULT_FAILURE = (status: number): boolean => status >= 400;
@@ -295,7 +300,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     return compiled;
   }
   if (tier !== undefined) {
-    // A lease is drawn and spent under one limit's figures; a key that changes plan mid-lease would spend it under another's.
+    // An allotment is drawn and spent under one limit's figures; a key that changes plan mid-allotment would spend it under another's.
     throw new ConfigError('RC_INVALID_OPTION', `${where}tier`, 'cannot be combined with `plans` yet: give each plan its own limit to use a two-tier mode');
   }
   return compilePlans(compiled, def, where, algo.usesBurst);

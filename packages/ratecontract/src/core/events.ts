@@ -93,26 +93,26 @@ export interface BreakerEvent {
 
 /** `ratecontract:fallback`: a limit was decided by its fail mode. */
 export interface FallbackEvent {
-  readonly limit: string;
+  readonly limitName: string;
   readonly onError: OnError;
   readonly store: string;
 }
 
 /** `ratecontract:fail-closed`: a `closed` limit rejected with 503 for lack of a store. */
 export interface FailClosedEvent {
-  readonly limit: string;
+  readonly limitName: string;
   readonly store: string;
 }
 
 /** `ratecontract:key-error`: a key function threw. */
 export interface KeyErrorEvent {
-  readonly limit: string;
+  readonly limitName: string;
   readonly error: unknown;
 }
 
 /** `ratecontract:cost-error`: a limit's cost function threw or returned something other than a positive integer. */
 export interface CostErrorEvent {
-  readonly limit: string;
+  readonly limitName: string;
   /** What it threw, or a `TypeError` naming what it returned. */
   readonly error: unknown;
   /** The cost used instead: the limit's capacity + 1 (rejected, never fits). */
@@ -122,8 +122,8 @@ export interface CostErrorEvent {
 /** `ratecontract:list-error`: a function entry of an allow or deny list threw; it counted as no match. */
 export interface ListErrorEvent {
   readonly list: 'allow' | 'deny';
-  /** The limit whose list it is; `undefined` for the limiter's own lists. */
-  readonly limit: string | undefined;
+  /** The name of the limit whose list it is; `undefined` for the limiter's own lists. */
+  readonly limitName: string | undefined;
   readonly error: unknown;
 }
 
@@ -145,7 +145,7 @@ export interface StoreCallEvent {
 
 /** `ratecontract:reset`: `limiter.reset` cleared one key's state of one limit (the audit trail). */
 export interface ResetEvent {
-  readonly limit: string;
+  readonly limitName: string;
   /** `'#' + base64url(SHA-256)` of the raw key: never the key itself. */
   readonly keyHash: string;
   /** Who asked, when the caller said so (`reset(name, ctx, { by })`). */
@@ -156,7 +156,7 @@ export interface ResetEvent {
 
 /** `ratecontract:plan-error`: the plan a check named is not in the limit's plan table (or its plan function threw). */
 export interface PlanErrorEvent {
-  readonly limit: string;
+  readonly limitName: string;
   /** The plan name the context gave (`undefined` when there was none, or the plan function threw). */
   readonly plan: string | undefined;
   readonly error: unknown;
@@ -173,6 +173,12 @@ export interface DeadConnectionEvent {
   readonly outstanding: number;
   /** Whether the store replaced its connection (`store.reconnect()` returned true). */
   readonly reconnected: boolean;
+  /**
+   * The failure domain whose calls fell silent (a Redis Cluster master,
+   * `'host:port'`) when the store has per-node breakers; undefined for the
+   * store as a whole.
+   */
+  readonly node: string | undefined;
 }
 
 /** A diagnostics channel that only takes its own payload type. */
@@ -209,17 +215,17 @@ export const shadowChannel = new TypedChannel<ShadowReport>(CHANNELS.shadow);
 export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly string[] } = {
   decision: ['decision', 'now'],
   storeError: ['store', 'kind', 'reason', 'error', 'limits'],
-  fallback: ['limit', 'onError', 'store'],
-  failClosed: ['limit', 'store'],
-  keyError: ['limit', 'error'],
-  costError: ['limit', 'error', 'cost'],
-  listError: ['list', 'limit', 'error'],
+  fallback: ['limitName', 'onError', 'store'],
+  failClosed: ['limitName', 'store'],
+  keyError: ['limitName', 'error'],
+  costError: ['limitName', 'error', 'cost'],
+  listError: ['list', 'limitName', 'error'],
   timeout: ['store', 'deadlineMs', 'limits'],
   breaker: ['store', 'kind', 'from', 'to', 'now', 'failureRate', 'calls', 'node'],
   replicas: ['replicas', 'source'],
   storeCall: ['store', 'kind', 'durationMs', 'ok'],
-  reset: ['limit', 'keyHash', 'by', 'store'],
-  planError: ['limit', 'plan', 'error'],
-  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected'],
-  shadow: ['limit', 'keySpec', 'now', 'inShadowMs', 'periodMs', 'checks', 'wouldReject', 'wouldRejectRate', 'top10Share', 'top', 'sketch'],
+  reset: ['limitName', 'keyHash', 'by', 'store'],
+  planError: ['limitName', 'plan', 'error'],
+  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected', 'node'],
+  shadow: ['limitName', 'keySpec', 'now', 'inShadowMs', 'periodMs', 'checks', 'wouldReject', 'wouldRejectRate', 'top10Share', 'top', 'sketch'],
 };

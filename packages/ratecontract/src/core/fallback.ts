@@ -63,7 +63,7 @@ export class LocalFallback {
       const op = ops[i] as StoreOp;
       const limit = op.spec;
       failModes[i] = limit.onError;
-      if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limit: limit.name, onError: limit.onError, store: limit.storeName ?? '(default)' });
+      if (fallbackChannel.hasSubscribers) fallbackChannel.publish({ limitName: limit.name, onError: limit.onError, store: limit.storeName ?? '(default)' });
       if (limit.onError === 'open') {
         results[i] = undefined;
         continue;
@@ -74,7 +74,7 @@ export class LocalFallback {
           const wait = this.#failClosedRetryAfterMs;
           results[i] = { allowed: false, consumed: false, remaining: 0, resetMs: wait, retryAfterMs: wait, delayMs: 0 };
           if (!limit.shadow) failClosed = true;
-          if (failClosedChannel.hasSubscribers) failClosedChannel.publish({ limit: limit.name, store: limit.storeName ?? '(default)' });
+          if (failClosedChannel.hasSubscribers) failClosedChannel.publish({ limitName: limit.name, store: limit.storeName ?? '(default)' });
           continue;
         }
       }

@@ -10,8 +10,11 @@ import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, RequestCon
 export interface LimiterOptions<Ctx = RequestContext> {
   /** The chain, most specific first (recipient, account, tenant, IP, global). */
   readonly limits: readonly LimitDefinition<Ctx>[];
-  /** The default store. Default: a new `memoryStore()`. */
-  readonly store?: Store | undefined;
+  /**
+   * The store of every limit that names none (a limit's `store: '<name>'`
+   * picks one of `stores` instead). Default: a new `memoryStore()`.
+   */
+  readonly defaultStore?: Store | undefined;
   /** Named stores (failure domains) that limits select with `store: '<name>'`. */
   readonly stores?: Readonly<Record<string, Store>> | undefined;
   /** Time source in ms. Default: the system clock. */
@@ -56,13 +59,13 @@ export interface LimiterOptions<Ctx = RequestContext> {
 
 /** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
 export interface LocalStores {
-  /** The default store when `options.store` is omitted. */
+  /** The default store when `options.defaultStore` is omitted. */
   newStore(): Store;
   /** The fail modes' local store, holding at most `maxKeys` keys. */
   newFallbackStore(maxKeys: number): SyncStore;
 }
 
-export const OPTION_NAMES: readonly string[] = ['limits', 'store', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys', 'allow', 'deny', 'shadowReport'];
+export const OPTION_NAMES: readonly string[] = ['limits', 'defaultStore', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys', 'allow', 'deny', 'shadowReport'];
 
 /** A `CheckOptions` flag (internal to the HTTP layer): keep each limit's raw key in the decision (for partition keys). */
 export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
@@ -134,12 +137,12 @@ export interface Limiter<Ctx = RequestContext> {
    */
   shadowReport(): ShadowReport[];
   /**
-   * Stops background work (the discovery heartbeat, the two-tier lease
-   * sweep) and gives unspent two-tier leases back to their stores. Resolves
-   * once every lease is back in its shared store (or its store failed: those
+   * Stops background work (the discovery heartbeat, the two-tier allotment
+   * sweep) and gives unspent two-tier allotments back to their stores. Resolves
+   * once every allotment is back in its shared store (or its store failed: those
    * units then expire with the state); never rejects. Await it before you
    * close the store's client. Safe to call more than once. The limiter keeps
-   * working with the last-known replica count; a lease drawn after close()
+   * working with the last-known replica count; an allotment drawn after close()
    * goes back at once.
    */
   close(): Promise<void>;

@@ -1,21 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { AccessList, type LimiterLists, type ListCounter } from './access-list.js';
-import { algorithms } from '../algorithms/registry.js';
+import { screenRequest, type Screen } from './access-screen.js';
 import { figures } from '../algorithms/types.js';
+import { KEY_ERROR, planOf, runCost, runKey, validCost, withPlanFailures } from './check-ops.js';
 import { systemClock, type Clock } from './clock.js';
 import { compileLimits } from './compile.js';
-import { ConfigError, StoreError, UsageError } from './errors.js';
+import { ConfigError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
-import { costErrorChannel, decisionChannel, keyErrorChannel, planErrorChannel, resetChannel, storeErrorChannel, timeoutChannel } from './events.js';
+import { decisionChannel, resetChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { startDiscovery } from './discovery.js';
 import { ShadowWatch, type ShadowReport } from './shadow-report.js';
 import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
-import { DEFAULT_DEADLINE_MS, failureReason, StoreCircuit, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
-import { boundKey, keyHash, slotKey } from './keys.js';
-import { TierStore } from './tier.js';
+import { operatorCall, resetOps, unknownPlan, unsupported } from './operator-calls.js';
+import { failureReason, StoreTimeoutError, type StoreHealth } from './store-circuit.js';
+import { fill, groupName, groupStores, present, type Group } from './store-groups.js';
+import { keyHash, stateKeyOf } from './request-key.js';
+import type { TierStore } from './tier-store.js';
 import { CheckDecision, type HeldLease } from './decision.js';
-import { isSingleOpStore, isSyncStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
+import { isSingleOpStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
 
 export { decisionKeys, WANT_KEYS, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
@@ -23,11 +26,8 @@ export { decisionKeys, WANT_KEYS, type Limiter, type LimiterOptions, type LocalS
 /** `createLimiter()`'s defaults (docs/limits.md holds its table to these). */
 export const LIMITER_DEFAULTS = Object.freeze({ replicas: 1, heartbeatMs: 5000, failClosedRetryAfterMs: 1000 });
 
-const KEY_ERROR = '\u0000key-error';
 /** A one-limit chain's ops where none is needed (no key, or the fast path, which holds no leases). */
 const NO_OPS: ReadonlyArray<StoreOp | undefined> = Object.freeze([undefined]);
-/** Shortest deadline of an operator call (`peek`, `reset`): they are not on a request's path. */
-const OPERATOR_DEADLINE_MS = 1000;
 
 /** A check's ops, its instant, and the ops of limits whose plan is unknown (decided by their fail mode, never sent to a store). */
 interface Built {
@@ -36,24 +36,6 @@ interface Built {
   readonly complete: boolean;
   readonly keys: Array<string | undefined> | undefined;
   readonly planFailed: Array<StoreOp | undefined> | undefined;
-}
-
-/** What the allow and deny lists decided for one check, before any store call. */
-interface Screen {
-  /** A deny list matched: the limit whose list it is, or `null` for the limiter's own. */
-  readonly denied: CompiledLimit | null | undefined;
-  /** Per limit: skipped by an allow list. */
-  readonly skip: readonly boolean[];
-  /** Every limit skipped (or denied): nothing left for a store to decide. */
-  readonly terminal: boolean;
-}
-
-interface Group {
-  readonly store: Store;
-  readonly name: string;
-  readonly indexes: readonly number[];
-  readonly circuit: StoreCircuit;
-  readonly sync: boolean;
 }
 
 class ChainLimiter implements Limiter {
@@ -81,10 +63,14 @@ class ChainLimiter implements Limiter {
   /** Per limit (by index): raw key -> the key its state lives under (bounded; its slot under `keySlots`). */
   readonly #stateKeys: ReadonlyArray<(raw: string) => string>;
   #leaseCounter = 0;
-  readonly #tiers: TierStore[] = [];
+  readonly #tiers: readonly TierStore[];
 
   constructor(options: LimiterOptions, local: LocalStores) {
     if (options === null || typeof options !== 'object') throw new ConfigError('RC_INVALID_OPTION', 'options', 'createLimiter needs an options object');
+    if ('store' in options) {
+      // A limit's `store` names a store; the limiter's Store object is `defaultStore` (renamed before 0.1.0).
+      throw new ConfigError('RC_INVALID_OPTION', 'store', 'unknown option "store"; did you mean "defaultStore"? (a Store object for the limits that name none; a limit\'s store: \'<name>\' picks one of `stores`)');
+    }
     refuseUnknown(options, OPTION_NAMES, '');
     const stores = options.stores ?? {};
     this.limits = compileLimits(options.limits, new Set(Object.keys(stores)), this.#listed);
@@ -114,32 +100,10 @@ class ChainLimiter implements Limiter {
       throw new ConfigError('RC_INVALID_OPTION', 'fallbackMaxKeys', `must be a positive integer, got ${String(fallbackMaxKeys)}`);
     }
     this.#fallback = new LocalFallback(local.newFallbackStore(fallbackMaxKeys), k, failClosedRetryAfterMs);
-    const defaultStore = options.store ?? local.newStore();
-    const byStore = new Map<string, { store: Store; indexes: number[] }>();
-    this.limits.forEach((l, i) => {
-      const name = l.storeName ?? '(default)';
-      let g = byStore.get(name);
-      if (g === undefined) {
-        g = { store: l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store), indexes: [] };
-        byStore.set(name, g);
-      }
-      g.indexes.push(i);
-    });
-    const groups = new Map<string, Group>();
-    for (const [name, { store: shared, indexes }] of byStore) {
-      const own = indexes.map((i) => this.limits[i] as CompiledLimit);
-      // Limits with a two-tier mode decide through a TierStore in front of their store (leases, pre-filter).
-      const store = TierStore.wanted(own) ? new TierStore(shared, own, this.#clock, replicas, () => this.#fallback.replicas, indexes) : shared;
-      if (store instanceof TierStore) this.#tiers.push(store);
-      groups.set(name, { store, name, indexes, circuit: new StoreCircuit(store, name), sync: isSyncStore(store) });
-    }
-    this.#stateKeys = this.limits.map((l) => {
-      const slots = l.keySlots;
-      if (slots === undefined) return boundKey;
-      const store = l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store);
-      if (typeof store.slotKey === 'function') return (raw: string) => (store.slotKey as (key: string, slots: number) => string)(boundKey(raw), slots);
-      return (raw: string) => slotKey(boundKey(raw), slots, undefined);
-    });
+    const defaultStore = options.defaultStore ?? local.newStore();
+    const { groups, tiers } = groupStores(this.limits, defaultStore, stores, this.#clock, replicas, () => this.#fallback.replicas);
+    this.#tiers = tiers;
+    this.#stateKeys = this.limits.map((l) => stateKeyOf(l, l.storeName === undefined ? defaultStore : (stores[l.storeName] as Store)));
     if (replicas === 'discover') {
       const fallback = this.#fallback;
       this.#heartbeat = startDiscovery(defaultStore, options.heartbeatMs ?? LIMITER_DEFAULTS.heartbeatMs, this.#clock, {
@@ -147,7 +111,7 @@ class ChainLimiter implements Limiter {
         set: (count) => (fallback.replicas = count),
       });
     }
-    this.#groups = [...groups.values()];
+    this.#groups = groups;
     this.#single = this.#groups.length === 1 ? this.#groups[0] : undefined;
     const only = this.limits.length === 1 ? this.limits[0] : undefined;
     const single = this.#single;
@@ -176,13 +140,13 @@ class ChainLimiter implements Limiter {
   async close(): Promise<void> {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
-    // Unspent leases go back to the shared store; what fails to go back expires with the state.
+    // Unspent two-tier allotments go back to the shared store; what fails to go back expires with the state.
     await Promise.all(this.#tiers.map((t) => t.close()));
   }
 
   check(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
     try {
-      const screen = this.#listed.entries > 0 ? this.#screen(ctx) : undefined;
+      const screen = this.#listed.entries > 0 ? screenRequest(this.limits, this.lists, ctx) : undefined;
       if (screen?.terminal === true) return Promise.resolve(this.#decideListed(screen, options));
       const fast = screen === undefined ? this.#fast : undefined;
       if (fast !== undefined) return Promise.resolve(this.#checkFast(fast, ctx, options));
@@ -197,7 +161,7 @@ class ChainLimiter implements Limiter {
 
   checkSync(ctx: RequestContext, options?: CheckOptions): Decision | undefined {
     const single = this.#single;
-    const screen = this.#listed.entries > 0 && (this.#fast !== undefined || single?.sync === true) ? this.#screen(ctx) : undefined;
+    const screen = this.#listed.entries > 0 && (this.#fast !== undefined || single?.sync === true) ? screenRequest(this.limits, this.lists, ctx) : undefined;
     if (screen?.terminal === true) return this.#decideListed(screen, options);
     const fast = screen === undefined ? this.#fast : undefined;
     if (fast !== undefined) return this.#checkFast(fast, ctx, options);
@@ -207,106 +171,38 @@ class ChainLimiter implements Limiter {
   }
 
   async peek(ctx: RequestContext, options?: CheckOptions): Promise<Decision> {
-    const screen = this.#listed.entries > 0 ? this.#screen(ctx) : undefined;
+    const screen = this.#listed.entries > 0 ? screenRequest(this.limits, this.lists, ctx) : undefined;
     if (screen?.terminal === true) return this.#decideListed(screen, options, true);
     const { ops, now, keys, planFailed } = this.#build(ctx, options, screen);
-    if (planFailed !== undefined) {
-      const limit = (planFailed.find((op) => op !== undefined) as StoreOp).spec;
-      throw new UsageError('RC_UNKNOWN_PLAN', `peek: the request names no plan of limit "${limit.name}" (plans: ${[...(limit.plans?.keys() ?? [])].join(', ')}); a check would be decided by its fail mode`);
-    }
+    if (planFailed !== undefined) throw unknownPlan(planFailed);
     const results = new Array<StoreOpResult | undefined>(ops.length);
     await Promise.all(
       this.#groups.map(async (g) => {
-        const groupOps = this.#present(g, ops);
+        const groupOps = present(g, ops);
         if (groupOps.length === 0) return;
         const peek = g.store.peek?.bind(g.store);
         if (peek === undefined) throw unsupported('peek', g);
-        const res = await this.#operatorCall(g, 'peek', () => peek(groupOps, now));
+        const res = await operatorCall(g, 'peek', () => peek(groupOps, now));
         // Nothing was taken: no lease to release, nothing to settle.
-        this.#fill(g, ops, res.map((r) => (r.consumed ? { ...r, consumed: false } : r)), results);
+        fill(g, ops, res.map((r) => (r.consumed ? { ...r, consumed: false } : r)), results);
       }),
     );
     return this.#decide(ops, results, undefined, now, keys, screen, true);
   }
 
   async reset(limitName: string, ctx: RequestContext, options?: { readonly by?: string | undefined }): Promise<void> {
-    const limit = this.limits.find((l) => l.name === limitName);
-    if (limit === undefined) {
-      throw new UsageError('RC_UNKNOWN_LIMIT', `reset: no limit named ${JSON.stringify(limitName)}; limits: ${this.limits.map((l) => l.name).join(', ')}`);
-    }
-    if (options !== undefined) refuseUnknown(options, ['by'], 'reset');
-    const by = options?.by;
-    if (by !== undefined && typeof by !== 'string') throw new UsageError('RC_INVALID_OPTION', `reset: by must be a string, got ${typeof by}`);
-    let raw: string | undefined;
-    try {
-      raw = limit.key(ctx);
-    } catch (error) {
-      throw new UsageError('RC_INVALID_KEY', `reset: the key function of limit "${limit.name}" threw: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (raw === undefined) throw new UsageError('RC_INVALID_KEY', `reset: the context gives no key for limit "${limit.name}" (key ${limit.keySpec})`);
-    // The key's state key: with keySlots, its slot (clearing it clears every key that shares the slot).
-    const key = (this.#stateKeys[this.limits.indexOf(limit)] as (raw: string) => string)(raw);
-    // Every state the key may have under this limit: one per distinct state id among its plans.
-    const ids = new Map<string, CompiledLimit>([[limit.id, limit]]);
-    for (const p of limit.plans?.values() ?? []) if (!ids.has(p.id)) ids.set(p.id, p);
-    const ops: StoreOp[] = [...ids.values()].map((l) => ({ spec: l, key, cost: 0, leaseId: undefined }));
+    const { limit, raw, by, ops } = resetOps(this.limits, this.#stateKeys, limitName, ctx, options);
     const group = this.#groupOf(limit);
     const clear = group.store.clear?.bind(group.store);
     if (clear === undefined) throw unsupported('reset', group);
     const now = this.#clock.now();
-    await this.#operatorCall(group, 'reset', () => clear(ops, now));
+    await operatorCall(group, 'reset', () => clear(ops, now));
     // The fail modes' local state of the key goes too, so an operator's unblock holds during an outage.
     await this.#fallback.store.clear?.(
       ops.map((op) => ({ ...op, spec: this.#fallback.limitFor(op.spec) })),
       now,
     );
-    if (resetChannel.hasSubscribers) resetChannel.publish({ limit: limit.name, keyHash: keyHash(raw), by, store: group.name });
-  }
-
-  /** An operator call on one store: within max(its deadline, 1 s), any failure a `StoreError` naming the store. */
-  async #operatorCall<T>(group: Group, what: 'peek' | 'reset', run: () => Promise<T>): Promise<T> {
-    const deadlineMs = Math.max(group.store.deadlineMs ?? DEFAULT_DEADLINE_MS, OPERATOR_DEADLINE_MS);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreError('RC_STORE_TIMEOUT', group.name, `${what}: store "${group.name}" (${group.store.kind}) did not answer within ${deadlineMs} ms`)), deadlineMs);
-      timer.unref();
-    });
-    try {
-      return await Promise.race([run(), late]);
-    } catch (error) {
-      if (error instanceof StoreError) throw error;
-      throw new StoreError('RC_STORE_FAILURE', group.name, `${what}: store "${group.name}" (${group.store.kind}) failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * The allow and deny lists, before any key function or store call. Every
-   * deny list first (the limiter's, then each limit's): a deny anywhere wins
-   * over any allow. Then the limiter's allow list (skips every limit) and
-   * each limit's (skips that limit).
-   */
-  #screen(ctx: RequestContext): Screen | undefined {
-    const limits = this.limits;
-    const n = limits.length;
-    let denied: CompiledLimit | null | undefined = this.lists.deny.matches(ctx) ? null : undefined;
-    for (let i = 0; denied === undefined && i < n; i++) {
-      const l = limits[i] as CompiledLimit;
-      if (l.deny.matches(ctx)) denied = l;
-    }
-    if (denied !== undefined) return { denied, skip: new Array<boolean>(n).fill(false), terminal: true };
-    const all = this.lists.allow.matches(ctx);
-    const skip = new Array<boolean>(n).fill(all);
-    let skipped = all ? n : 0;
-    for (let i = 0; !all && i < n; i++) {
-      if ((limits[i] as CompiledLimit).allow.matches(ctx)) {
-        skip[i] = true;
-        skipped++;
-      }
-    }
-    if (skipped === 0) return undefined;
-    return { denied: undefined, skip, terminal: skipped === n };
+    if (resetChannel.hasSubscribers) resetChannel.publish({ limitName: limit.name, keyHash: keyHash(raw), by, store: group.name });
   }
 
   /** A check the lists decided on their own: no key function, no store call. */
@@ -328,10 +224,10 @@ class ChainLimiter implements Limiter {
     const limit = fast.limit;
     const override = options?.cost === undefined ? undefined : validCost(options.cost);
     const now = this.#clock.now();
-    const raw = this.#key(limit, ctx);
+    const raw = runKey(limit, ctx);
     const keys = (options as InternalCheckOptions | undefined)?.[WANT_KEYS] === true ? [raw === KEY_ERROR ? undefined : raw] : undefined;
     if (raw === undefined) return this.#decide(NO_OPS, [undefined], undefined, now, keys);
-    const cost = override ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx));
+    const cost = override ?? (limit.costOf === undefined ? limit.cost : runCost(limit, ctx));
     const key = (this.#stateKeys[0] as (raw: string) => string)(raw);
     const f = this.#figures;
     try {
@@ -355,54 +251,6 @@ class ChainLimiter implements Limiter {
     return this.#decide(NO_OPS, results, undefined, now, keys);
   }
 
-  /**
-   * Runs a limit's cost function once. One that throws or returns anything
-   * but a positive integer is reported and costs the limit's capacity + 1:
-   * the strict side (the request is rejected, and can never fit), so a
-   * request that breaks the cost function gains nothing.
-   */
-  #costOf(limit: CompiledLimit, ctx: RequestContext): number {
-    let error: unknown;
-    try {
-      const c = (limit.costOf as (ctx: RequestContext) => number)(ctx);
-      if (Number.isSafeInteger(c) && c >= 1) return c;
-      error = new TypeError(`cost function of limit "${limit.name}" must return a positive integer, got ${typeof c === 'number' ? String(c) : typeof c}`);
-    } catch (thrown) {
-      error = thrown;
-    }
-    const cost = algorithms[limit.algorithm].capacity(limit.params) + 1;
-    if (costErrorChannel.hasSubscribers) costErrorChannel.publish({ limit: limit.name, error, cost });
-    return cost;
-  }
-
-  /** Runs a limit's key function once; a throwing one is reported and counted under a shared key. */
-  #key(limit: CompiledLimit, ctx: RequestContext): string | undefined {
-    try {
-      return limit.key(ctx);
-    } catch (error) {
-      if (keyErrorChannel.hasSubscribers) keyErrorChannel.publish({ limit: limit.name, error });
-      return KEY_ERROR;
-    }
-  }
-
-  /** The plan of a request under a limit with plans; `undefined` (reported) when it names none the limit defines. */
-  #planOf(limit: CompiledLimit, ctx: RequestContext): CompiledLimit | undefined {
-    let name: string | undefined;
-    let error: unknown;
-    try {
-      name = (limit.planOf as (ctx: RequestContext) => string | undefined)(ctx);
-      const plan = name === undefined ? undefined : limit.plans?.get(name);
-      if (plan !== undefined) return plan;
-    } catch (thrown) {
-      error = thrown;
-    }
-    if (planErrorChannel.hasSubscribers) {
-      error ??= new UsageError('RC_UNKNOWN_PLAN', `limit "${limit.name}": ${name === undefined ? 'the request names no plan' : `unknown plan ${JSON.stringify(name.slice(0, 64))}`}`);
-      planErrorChannel.publish({ limit: limit.name, plan: name, error });
-    }
-    return undefined;
-  }
-
   /** The ops of a check (one per limit; `undefined` where the key is absent). Throws `UsageError` on an invalid cost. */
   #build(ctx: RequestContext, options: CheckOptions | undefined, screen?: Screen): Built {
     const costOverride = options?.cost === undefined ? undefined : validCost(options.cost);
@@ -419,17 +267,17 @@ class ChainLimiter implements Limiter {
         complete = false;
         continue;
       }
-      const raw = this.#key(limit, ctx);
+      const raw = runKey(limit, ctx);
       if (keys !== undefined) keys[i] = raw === KEY_ERROR ? undefined : raw;
       if (raw === undefined) {
         complete = false;
         continue;
       }
-      const plan = limit.plans === undefined ? limit : this.#planOf(limit, ctx);
+      const plan = limit.plans === undefined ? limit : planOf(limit, ctx);
       const op: StoreOp = {
         spec: plan ?? limit,
         key: (this.#stateKeys[i] as (raw: string) => string)(raw),
-        cost: costOverride ?? (limit.costOf === undefined ? limit.cost : this.#costOf(limit, ctx)),
+        cost: costOverride ?? (limit.costOf === undefined ? limit.cost : runCost(limit, ctx)),
         leaseId: limit.algorithm === 'concurrency' ? this.#leasePrefix + String(this.#leaseCounter++) : undefined,
       };
       if (plan !== undefined) {
@@ -449,7 +297,7 @@ class ChainLimiter implements Limiter {
     const { ops, complete, now, keys, planFailed } = built;
     const n = ops.length;
     let results: Array<StoreOpResult | undefined>;
-    const groupOps = complete ? (ops as StoreOp[]) : this.#present(single, ops);
+    const groupOps = complete ? (ops as StoreOp[]) : present(single, ops);
     try {
       const res = groupOps.length === 0 ? [] : (single.store as SyncStore).evaluateSync(groupOps, now);
       single.circuit.record(true, now);
@@ -457,7 +305,7 @@ class ChainLimiter implements Limiter {
         results = res as StoreOpResult[];
       } else {
         results = new Array<StoreOpResult | undefined>(n);
-        this.#fill(single, ops, res, results);
+        fill(single, ops, res, results);
       }
     } catch (error) {
       single.circuit.record(false, now);
@@ -485,9 +333,23 @@ class ChainLimiter implements Limiter {
   async #checkAsync(built: Built, screen?: Screen): Promise<Decision> {
     const { ops, now, keys } = built;
     const n = ops.length;
-    const results = new Array<StoreOpResult | undefined>(n);
+    let results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
-    await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    const single = this.#single;
+    if (single !== undefined && built.complete) {
+      // One store and every limit keyed (the common case): the ops as built, the store's results as they come,
+      // its one call awaited directly (no Promise.all, no array of promises, no copies).
+      const all = ops as StoreOp[];
+      try {
+        results = (await single.circuit.run(() => single.store.evaluate(all, now), now, all)) as StoreOpResult[];
+      } catch (error) {
+        this.#markFailed(single, ops, error, failed);
+      }
+    } else if (single !== undefined) {
+      await this.#evaluateGroup(single, ops, now, results, failed);
+    } else {
+      await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    }
     withPlanFailures(ops, built.planFailed, failed);
     // A check its store could not take (open breaker, full, refused at once) is decided without any I/O. Let the
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
@@ -498,34 +360,18 @@ class ChainLimiter implements Limiter {
     return decision;
   }
 
-  #present(group: Group, ops: ReadonlyArray<StoreOp | undefined>): StoreOp[] {
-    const out: StoreOp[] = [];
-    for (const i of group.indexes) {
-      const op = ops[i];
-      if (op !== undefined) out.push(op);
-    }
-    return out;
-  }
-
   /** Since when the store of `limit` has failed for this check's ops (per failure domain on a store that has them). */
   #failingSince(limit: CompiledLimit, ops: ReadonlyArray<StoreOp | undefined>): number | undefined {
     const group = this.#groupOf(limit);
-    return group.store.domains === undefined ? group.circuit.failingSince : group.circuit.failingSinceOf(this.#present(group, ops));
-  }
-
-  #fill(group: Group, ops: ReadonlyArray<StoreOp | undefined>, res: readonly StoreOpResult[], results: Array<StoreOpResult | undefined>): void {
-    let j = 0;
-    for (const i of group.indexes) {
-      if (ops[i] !== undefined) results[i] = res[j++];
-    }
+    return group.store.domains === undefined ? group.circuit.failingSince : group.circuit.failingSinceOf(present(group, ops));
   }
 
   async #evaluateGroup(group: Group, ops: ReadonlyArray<StoreOp | undefined>, now: number, results: Array<StoreOpResult | undefined>, failed: boolean[]): Promise<void> {
-    const groupOps = this.#present(group, ops);
+    const groupOps = present(group, ops);
     if (groupOps.length === 0) return;
     try {
       const res = await group.circuit.run(() => group.store.evaluate(groupOps, now), now, groupOps);
-      this.#fill(group, ops, res, results);
+      fill(group, ops, res, results);
     } catch (error) {
       this.#markFailed(group, ops, error, failed);
     }
@@ -656,7 +502,8 @@ class ChainLimiter implements Limiter {
   }
 
   #groupOf(limit: CompiledLimit): Group {
-    for (const g of this.#groups) if (g.name === (limit.storeName ?? '(default)')) return g;
+    const name = groupName(limit);
+    for (const g of this.#groups) if (g.name === name) return g;
     throw new Error('unreachable: every limit belongs to a group');
   }
 
@@ -690,34 +537,6 @@ class ChainLimiter implements Limiter {
       }),
     );
   }
-}
-
-/**
- * Puts the ops of limits whose plan is unknown back into `ops`, marked
- * failed (decided by their fail mode). Returns the failed flags
- * (`failed`, or new ones), or `failed` itself when no plan failed.
- */
-function withPlanFailures(ops: Array<StoreOp | undefined>, planFailed: ReadonlyArray<StoreOp | undefined> | undefined, failed: boolean[] | undefined): boolean[] | undefined {
-  if (planFailed === undefined) return failed;
-  const out = failed ?? new Array<boolean>(ops.length).fill(false);
-  for (let i = 0; i < ops.length; i++) {
-    const op = planFailed[i];
-    if (op === undefined) continue;
-    ops[i] = op;
-    out[i] = true;
-  }
-  return out;
-}
-
-/** A store without the optional method an operator call needs. */
-function unsupported(what: 'peek' | 'reset', group: Group): UsageError {
-  const method = what === 'peek' ? 'peek(ops, now)' : 'clear(ops, now)';
-  return new UsageError('RC_UNSUPPORTED_STORE', `${what}: store "${group.name}" (${group.store.kind}) does not implement ${method}, which limiter.${what} needs (docs/stores.md)`);
-}
-
-function validCost(cost: number): number {
-  if (!Number.isSafeInteger(cost) || cost < 1) throw new UsageError('RC_INVALID_COST', `check(ctx, { cost }): cost must be a positive integer, got ${String(cost)}`);
-  return cost;
 }
 
 /**

@@ -42,7 +42,7 @@ export interface ShadowKeyCount {
 /** `ratecontract:shadow`, and each entry of `limiter.shadowReport()`: what a promotion decision needs, per shadowed limit. */
 export interface ShadowReport {
   /** The limit's name. */
-  readonly limit: string;
+  readonly limitName: string;
   /** The limit's key spec (`'ip'`, `'principal'`, `'header.x-tenant'`, `'function'` ...). */
   readonly keySpec: string;
   /** The limiter's clock at the report. */
@@ -233,7 +233,7 @@ export class ShadowSketch {
     const periodStart = Math.floor(now / this.#width) * this.#width - (this.#buckets.length - 1) * this.#width;
     const maxCounters = this.#buckets.length * this.#capacity;
     return {
-      limit: this.limit,
+      limitName: this.limit,
       keySpec: this.keySpec,
       now,
       inShadowMs,

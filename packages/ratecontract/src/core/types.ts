@@ -149,10 +149,10 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
   /**
    * Two-tier decisions for fleets whose shared store is the bottleneck
-   * (docs/limits.md, "Two-tier limits"). `{ mode: 'lease' }`: each process
-   * takes leases of quota from the store and decides locally until a lease
-   * is spent or expires; never admits more than the shared limit, may admit
-   * less by the unspent leases. `{ mode: 'pre-filter' }`: a process-local
+   * (docs/limits.md, "Two-tier limits"). `{ mode: 'allotment' }`: each process
+   * takes allotments of quota from the store and decides locally until an
+   * allotment is spent or expires; never admits more than the shared limit,
+   * may admit less by the unspent allotments. `{ mode: 'pre-filter' }`: a process-local
    * copy of the limit at N refuses a single-source flood before it costs a
    * store call; never refuses what the shared limit would admit. Only
    * fixed-window, sliding-window, token-bucket and gcra.
@@ -188,28 +188,32 @@ export interface PlanDefinition {
   readonly burst?: number | undefined;
 }
 
-/** The `tier` option of a limit: leases of quota, or a local pre-filter. */
-export type TierDefinition = LeaseTierDefinition | PreFilterTierDefinition;
+/** The `tier` option of a limit: allotments of quota, or a local pre-filter. */
+export type TierDefinition = AllotmentTierDefinition | PreFilterTierDefinition;
 
-/** `tier: { mode: 'lease' }`: decide locally on leases of quota taken from the shared store. */
-export interface LeaseTierDefinition {
-  readonly mode: 'lease';
+/**
+ * `tier: { mode: 'allotment' }`: decide locally on allotments of quota taken
+ * from the shared store ("lease" names concurrency leases only).
+ */
+export interface AllotmentTierDefinition {
+  readonly mode: 'allotment';
   /**
-   * The largest lease one process takes for one key, in cost units. Leases
-   * shrink from it toward the request's cost as the shared remaining falls
-   * (remaining / 2k), so checks near the limit are exact shared checks.
-   * Default: capacity / (8k), at least 1 (k = the limiter's `replicas`).
-   * token-bucket and gcra need k x maxLease below the burst: the shared
-   * bucket holds burst - k x maxLease, the rest is what leases may hold.
+   * The largest allotment one process takes for one key, in cost units.
+   * Allotments shrink from it toward the request's cost as the shared
+   * remaining falls (remaining / 2k), so checks near the limit are exact
+   * shared checks. Default: capacity / (8k), at least 1 (k = the limiter's
+   * `replicas`). token-bucket and gcra need k x maxAllotment below the
+   * burst: the shared bucket holds burst - k x maxAllotment, the rest is
+   * what allotments may hold.
    */
-  readonly maxLease?: number | undefined;
+  readonly maxAllotment?: number | undefined;
   /**
-   * Longest time a lease is spent from, after which its unspent units go
-   * back to the store. Default a tenth of the window. fixed-window and
-   * sliding-window leases also end with the aligned window they were taken in.
+   * Longest time an allotment is spent from, after which its unspent units
+   * go back to the store. Default a tenth of the window. fixed-window and
+   * sliding-window allotments also end with the aligned window they were taken in.
    */
-  readonly leaseLifetime?: Duration | undefined;
-  /** Most keys holding a lease in one process; the oldest lease is given back beyond it. Default 10,000. */
+  readonly allotmentLifetime?: Duration | undefined;
+  /** Most keys holding an allotment in one process; the oldest allotment is given back beyond it. Default 10,000. */
   readonly maxKeys?: number | undefined;
 }
 
@@ -222,7 +226,7 @@ export interface PreFilterTierDefinition {
 
 /** A validated `tier`. */
 export type CompiledTier =
-  | { readonly mode: 'lease'; readonly maxLease: number | undefined; readonly leaseLifetimeMs: number; readonly maxKeys: number }
+  | { readonly mode: 'allotment'; readonly maxAllotment: number | undefined; readonly allotmentLifetimeMs: number; readonly maxKeys: number }
   | { readonly mode: 'pre-filter'; readonly maxKeys: number };
 
 /** A validated, normalised limit. */

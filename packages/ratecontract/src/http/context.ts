@@ -1,6 +1,6 @@
 import type { RequestContext } from '../core/types.js';
 import type { HeaderRecord } from './forwarded.js';
-import { resolveClientIp, type ResolvedIpOptions } from './ip.js';
+import { resolveClientIp, type ResolvedIpOptions } from './client-ip.js';
 import type { Traits } from './traits.js';
 
 /** The \`ip\` key when no client address can be determined (no socket address): such requests share one bucket rather than escape \`ip\` limits. */

@@ -4,7 +4,7 @@ import type { Criticality, Shedder } from '../core/shedder.js';
 import type { Decision, RequestContext } from '../core/types.js';
 import type { BodyRead } from './body.js';
 import type { HeaderRecord } from './forwarded.js';
-import type { IpOptions } from './ip.js';
+import type { IpOptions } from './client-ip.js';
 import type { HttpResponse } from './respond.js';
 import type { ResponseOptions } from './response-options.js';
 
@@ -88,11 +88,12 @@ export interface RequestFacts<Req> {
 
 /** What the adapter does next. */
 export type GuardResult =
-  /** Go on; add `headers` to the application's response; release `decision` when the response is done. */
+  /** Go on; add `responseFields` to the application's response; release `decision` when the response is done. */
   | {
       readonly kind: 'proceed';
       readonly decision: Decision | undefined;
-      readonly headers: Readonly<Record<string, string>>;
+      /** Header fields to add to the application's response (`RateLimit`, `RateLimit-Policy`, ...); `ctx.headers` are the request's. */
+      readonly responseFields: Readonly<Record<string, string>>;
       /**
        * Whether the decision may hold settlements to finish when the response
        * is done: concurrency leases to release, a `count: 'failures'` attempt

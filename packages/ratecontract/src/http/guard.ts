@@ -7,7 +7,7 @@ import type { CheckOptions, CompiledLimit, Decision, RequestContext } from '../c
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody } from './body.js';
 import { baseContext } from './context.js';
 import type { GuardOptions, GuardResult, RequestFacts } from './guard-options.js';
-import { resolveIpOptions, type ResolvedIpOptions } from './ip.js';
+import { resolveIpOptions, type ResolvedIpOptions } from './client-ip.js';
 import { contentTooLargeResponse, isAdvertising, mapDecision, unavailableResponse, type HttpResponse } from './respond.js';
 import { resolveResponseOptions, type ResolvedResponseOptions } from './response-options.js';
 import { sleep } from './sleep.js';
@@ -102,14 +102,14 @@ function withTicket(result: GuardResult, ticket: ShedTicket): GuardResult {
     ticket.done();
     return result;
   }
-  return { kind: 'proceed', decision: new TicketDecision(result.decision, ticket), headers: result.headers, holdsSettlements: true };
+  return { kind: 'proceed', decision: new TicketDecision(result.decision, ticket), responseFields: result.responseFields, holdsSettlements: true };
 }
 
 /** The check options that ask for the keys and nothing else (shared). */
 const KEYS_ONLY = Object.freeze({ [WANT_KEYS]: true }) as CheckOptions;
 /** The fields of a `proceed` result that adds nothing (shared; never mutate). */
 const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
-const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, headers: NO_FIELDS, holdsSettlements: false });
+const NOTHING_TO_DO: GuardResult = Object.freeze({ kind: 'proceed', decision: undefined, responseFields: NO_FIELDS, holdsSettlements: false });
 
 /**
  * The request-side half every adapter shares: choose the limiter, resolve the
@@ -400,14 +400,14 @@ export class HttpGuard<Req, Ctx = RequestContext> {
     const advertising = isAdvertising(authenticated, this.response);
     if (goesOnAsIs(decision) && !advertising) {
       // Nothing to tell this caller: the common case, without building a response.
-      return { kind: 'proceed', decision, headers: NO_FIELDS, holdsSettlements: this.holdsSettlements(limiter) };
+      return { kind: 'proceed', decision, responseFields: NO_FIELDS, holdsSettlements: this.holdsSettlements(limiter) };
     }
     const keys = this.response.partitionKeys && advertising ? decisionKeys(decision) : undefined;
     const keyOf = keys === undefined ? undefined : (l: CompiledLimit): string | undefined => keys[limiter.limits.indexOf(l)];
     const mapped = mapDecision(decision, { limits: limiter.limits, authenticated, keyOf }, this.response);
     if (!decision.allowed) return this.#reject(decision, mapped);
     if (decision.delayMs > 0) return this.#wait(decision, mapped, limiter, facts);
-    return { kind: 'proceed', decision, headers: mapped.headers, holdsSettlements: this.holdsSettlements(limiter) };
+    return { kind: 'proceed', decision, responseFields: mapped.headers, holdsSettlements: this.holdsSettlements(limiter) };
   }
 
   /** A rejection: answered at once; anything the decision holds is released in the background (release never rejects). */
@@ -423,7 +423,7 @@ export class HttpGuard<Req, Ctx = RequestContext> {
       await decision.release();
       return { kind: 'gone', decision };
     }
-    return { kind: 'proceed', decision, headers: mapped.headers, holdsSettlements: this.holdsSettlements(limiter) };
+    return { kind: 'proceed', decision, responseFields: mapped.headers, holdsSettlements: this.holdsSettlements(limiter) };
   }
 
   /** The 503 answer to anything unexpected; releases `decision`. Never rejects. */

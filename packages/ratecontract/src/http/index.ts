@@ -1,9 +1,9 @@
 export { mapDecision, advertisedLimits, isAdvertising, partitionKey, unavailableResponse, contentTooLargeResponse, forbiddenResponse, NEVER_FITS_STATUS, type HttpResponse, type MapContext } from './respond.js';
 export { resolveResponseOptions, type ResponseOptions, type ResolvedResponseOptions, type Advertise, type HeaderShape } from './response-options.js';
-export { policyField, rateLimitField, legacyPolicyField, draft7RateLimitField, draft6Fields, type AdvertisedLimit } from './fields.js';
+export { policyField, rateLimitField, legacyPolicyField, draft7RateLimitField, draft6Fields, type AdvertisedLimit } from './write-fields.js';
 export { PROBLEM_TYPES, PROBLEM_MEDIA_TYPE, problemBody, type ProblemDetails } from './problem.js';
-export { retryAfterSeconds } from './retry-after.js';
-export { clientAddress, ipKey, resolveClientIp, resolveIpOptions, trustsPeer, type IpOptions, type ResolvedIpOptions, type TrustProxy } from './ip.js';
+export { retryAfterSeconds } from './write-retry-after.js';
+export { clientAddress, ipKey, resolveClientIp, resolveIpOptions, trustsPeer, type IpOptions, type ResolvedIpOptions, type TrustProxy } from './client-ip.js';
 export { parseIp, parseCidr, cidrContains, type IpAddress, type Cidr } from './ip-address.js';
 export { parseForwarded, parseXForwardedFor, type HeaderRecord } from './forwarded.js';
 export { readNodeBody, readWebBody, parseJsonBody, DEFAULT_MAX_BODY_BYTES, type BodyRead } from './body.js';

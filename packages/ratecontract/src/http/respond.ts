@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import type { CompiledLimit, Decision, LimitResult } from '../core/types.js';
-import { draft6Fields, draft7RateLimitField, legacyPolicyField, policyField, rateLimitField, type AdvertisedLimit } from './fields.js';
+import { draft6Fields, draft7RateLimitField, legacyPolicyField, policyField, rateLimitField, type AdvertisedLimit } from './write-fields.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPES, problemBody, type ProblemDetails } from './problem.js';
 import type { ResolvedResponseOptions } from './response-options.js';
-import { retryAfterSeconds } from './retry-after.js';
+import { retryAfterSeconds } from './write-retry-after.js';
 
 /** What to answer: the status, the header fields (canonical names) and the body. */
 export interface HttpResponse {

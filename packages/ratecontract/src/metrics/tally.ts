@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { CHANNELS } from '../core/events.js';
-import type { StoreFailureReason } from '../core/events.js';
+import type { FailClosedEvent, FallbackEvent, StoreFailureReason } from '../core/events.js';
 import type { BreakerState } from '../core/store-circuit.js';
 import type { Limiter } from '../core/limiter.js';
 import type { Decision, Outcome } from '../core/types.js';
@@ -62,9 +62,8 @@ interface BreakerMessage {
   readonly to: BreakerState;
   readonly node?: string | undefined;
 }
-interface LimitMessage {
-  readonly limit: string;
-}
+/** The payloads of `ratecontract:fallback` and `ratecontract:fail-closed`, as far as the tally reads them. */
+type LimitMessage = Pick<FallbackEvent & FailClosedEvent, 'limitName'>;
 interface ReplicasMessage {
   readonly replicas: number;
 }
@@ -108,10 +107,10 @@ export class MetricsTally {
       s.breaker = worst;
     });
     this.#on(CHANNELS.fallback, (m: LimitMessage) => {
-      this.#limit(m.limit).fallback++;
+      this.#limit(m.limitName).fallback++;
     });
     this.#on(CHANNELS.failClosed, (m: LimitMessage) => {
-      this.#limit(m.limit).failClosed++;
+      this.#limit(m.limitName).failClosed++;
     });
     this.#on(CHANNELS.replicas, (m: ReplicasMessage) => {
       this.#replicas = m.replicas;

@@ -49,7 +49,7 @@ function apply(result: GuardResult, req: Request, res: Response, next: NextFunct
     return;
   }
   const decision = result.decision;
-  addFields(res, result.headers);
+  addFields(res, result.responseFields);
   if (decision !== undefined) {
     req.rateLimit = decision;
     res.locals['rateLimit'] = decision;

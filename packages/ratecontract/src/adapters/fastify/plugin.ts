@@ -84,7 +84,7 @@ function finish(result: GuardResult, facts: FastifyFacts): void {
   }
   const decision = result.decision;
   if (decision !== undefined) {
-    for (const name in result.headers) void reply.header(name, result.headers[name]);
+    for (const name in result.responseFields) void reply.header(name, result.responseFields[name]);
     request.rateLimit = decision;
     if (result.holdsSettlements) releaseWhenDone(decision, request.raw.socket, reply.raw);
   }

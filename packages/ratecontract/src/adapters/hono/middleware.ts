@@ -127,7 +127,7 @@ export function rateLimit<E extends Env = Env, Ctx extends object = RequestConte
     }
     if (result.kind === 'gone') return new Response(null, { status: 499 });
     if (result.kind === 'respond') return rejection(c, result.response);
-    const fields = Object.entries(result.headers);
+    const fields = Object.entries(result.responseFields);
     for (const [name, value] of fields) c.header(name, value);
     const decision = result.decision;
     c.set('rateLimit', decision);

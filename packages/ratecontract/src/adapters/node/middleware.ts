@@ -148,7 +148,7 @@ export function applyResult(result: GuardResult, req: IncomingMessage, res: Serv
     return false;
   }
   const decision = result.decision;
-  if (!res.headersSent) addFields(res, result.headers);
+  if (!res.headersSent) addFields(res, result.responseFields);
   if (decision !== undefined) (req as WithDecision)[DECISION] = decision;
   if (decision !== undefined && result.holdsSettlements) releaseWhenDone(decision, req.socket, res);
   return true;

@@ -4,7 +4,7 @@ import { figures, type Algorithm, type AlgorithmParams, type Figures } from '../
 import { releaseLease, type ConcurrencyState } from '../../algorithms/concurrency.js';
 import { runChain, runRefund, type StateAccess } from '../../core/chain.js';
 import { ConfigError } from '../../core/errors.js';
-import { slotKey } from '../../core/keys.js';
+import { slotKey } from '../../core/request-key.js';
 import { refuseUnknown } from '../../core/options.js';
 import type { StoreOp, StoreOpResult, SyncStore } from '../../core/store.js';
 import type { CompiledLimit } from '../../core/types.js';

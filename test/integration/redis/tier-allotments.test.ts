@@ -1,6 +1,6 @@
 /**
- * Two-tier leases against a real redis-server, with the system clock: a
- * lease that ends on a key never checked again goes back by the sweep's
+ * Two-tier allotments against a real redis-server, with the system clock: a
+ * allotment that ends on a key never checked again goes back by the sweep's
  * timer; `await limiter.close()` resolves only once the unspent units are in
  * Redis again (checked while Redis holds every write back with CLIENT PAUSE);
  * and the sweep's timer never keeps a process alive.
@@ -33,14 +33,14 @@ afterAll(async () => {
   await server?.stop();
 }, 30_000);
 
-const LEASED = (lifetime: Duration): LimitDefinition => ({
+const ALLOTTED = (lifetime: Duration): LimitDefinition => ({
   name: 'tenant',
   purpose: 'shedding',
   algorithm: 'fixed-window',
   limit: 100,
   window: '1h',
   key: 'principal',
-  tier: { mode: 'lease', maxLease: 10, leaseLifetime: lifetime },
+  tier: { mode: 'allotment', maxAllotment: 10, allotmentLifetime: lifetime },
 });
 
 /** The count the shared fixed-window state holds for `key` (0: no state). */
@@ -50,16 +50,16 @@ async function counted(prefix: string, id: string, key: string): Promise<number>
   return raw === null ? 0 : (decodeState('fixed-window', raw) as { c: number }).c;
 }
 
-describe('two-tier leases on a real Redis', () => {
-  it('a lease that ends on a key never checked again is given back by the sweep (no eviction, no other check)', async () => {
+describe('two-tier allotments on a real Redis', () => {
+  it('an allotment that ends on a key never checked again is given back by the sweep (no eviction, no other check)', async () => {
     const prefix = `tl:${randomBytes(4).toString('hex')}:`;
-    const limiter = createLimiter({ store: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [LEASED('100ms')] });
+    const limiter = createLimiter({ defaultStore: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [ALLOTTED('100ms')] });
     try {
-      // The first check of a key is exact; the second draws a lease of 10: 11 counted, 9 of them unspent.
+      // The first check of a key is exact; the second draws an allotment of 10: 11 counted, 9 of them unspent.
       for (let i = 0; i < 2; i++) expect((await limiter.check({ principal: 'quiet' })).allowed).toBe(true);
       const id = limiter.limits[0]?.id as string;
       expect(await counted(prefix, id, 'quiet')).toBe(11);
-      // The lease ends after 100 ms and the sweep ticks every 100 ms: the 9 go back within a few ticks (5 s allowed on a busy machine).
+      // The allotment ends after 100 ms and the sweep ticks every 100 ms: the 9 go back within a few ticks (5 s allowed on a busy machine).
       const until = Date.now() + 5000;
       let now = await counted(prefix, id, 'quiet');
       while (now !== 2 && Date.now() < until) {
@@ -72,9 +72,9 @@ describe('two-tier leases on a real Redis', () => {
     }
   });
 
-  it('await limiter.close() resolves once the unspent leases are back in Redis, even while Redis holds the writes back', async () => {
+  it('await limiter.close() resolves once the unspent allotments are back in Redis, even while Redis holds the writes back', async () => {
     const prefix = `tl:${randomBytes(4).toString('hex')}:`;
-    const limiter = createLimiter({ store: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [LEASED('10m')] });
+    const limiter = createLimiter({ defaultStore: redisStore({ client: client as Redis, prefix }), replicas: 1, limits: [ALLOTTED('10m')] });
     const id = limiter.limits[0]?.id as string;
     for (const who of ['a', 'b', 'c']) for (let i = 0; i < 2; i++) expect((await limiter.check({ principal: who })).allowed).toBe(true);
     expect(await Promise.all(['a', 'b', 'c'].map((who) => counted(prefix, id, who)))).toEqual([11, 11, 11]);
@@ -90,14 +90,14 @@ describe('two-tier leases on a real Redis', () => {
     expect(await counted(prefix, id, 'a')).toBe(2);
   });
 
-  it('the sweep timer never keeps a process alive: a script that takes a lease and never closes its limiter exits by itself', async () => {
+  it('the sweep timer never keeps a process alive: a script that takes an allotment and never closes its limiter exits by itself', async () => {
     const script = `
       import { Redis } from 'ioredis';
       import { createLimiter } from ${JSON.stringify(join(import.meta.dirname, '../../../packages/ratecontract/src/index.ts'))};
       import { redisStore } from ${JSON.stringify(join(import.meta.dirname, '../../../packages/ratecontract/src/stores/redis/index.ts'))};
       const client = new Redis(${JSON.stringify((server as RedisServer).url)});
-      const limiter = createLimiter({ store: redisStore({ client, prefix: 'tl-exit:' }), replicas: 1,
-        limits: [{ name: 't', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'principal', tier: { mode: 'lease', maxLease: 10, leaseLifetime: '10m' } }] });
+      const limiter = createLimiter({ defaultStore: redisStore({ client, prefix: 'tl-exit:' }), replicas: 1,
+        limits: [{ name: 't', purpose: 'shedding', algorithm: 'fixed-window', limit: 100, window: '1h', key: 'principal', tier: { mode: 'allotment', maxAllotment: 10, allotmentLifetime: '10m' } }] });
       for (let i = 0; i < 2; i++) await limiter.check({ principal: 'x' });
       await client.quit();
       console.log('checked');

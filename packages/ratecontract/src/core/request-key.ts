@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { ConfigError } from './errors.js';
-import type { KeySpec, RequestContext } from './types.js';
+import type { Store } from './store.js';
+import type { CompiledLimit, KeySpec, RequestContext } from './types.js';
 
 /** Keys longer than this are replaced by their SHA-256 before they reach a store. */
 export const MAX_RAW_KEY_LENGTH = 64;
@@ -111,4 +112,15 @@ const SLOT_MARK = '%';
 export function slotKey(raw: string, slots: number, secret: string | Uint8Array | undefined): string {
   const h = secret === undefined ? createHash('sha256').update(raw, 'utf8').digest() : createHmac('sha256', secret).update(raw, 'utf8').digest();
   return SLOT_MARK + String(h.readUIntBE(0, 6) % slots);
+}
+
+/**
+ * Per limit: raw key -> the key its state lives under in `store` (bounded;
+ * with `keySlots`, its slot, by the store's own `slotKey` when it has one).
+ */
+export function stateKeyOf(limit: CompiledLimit, store: Store): (raw: string) => string {
+  const slots = limit.keySlots;
+  if (slots === undefined) return boundKey;
+  if (typeof store.slotKey === 'function') return (raw: string) => (store.slotKey as (key: string, slots: number) => string)(boundKey(raw), slots);
+  return (raw: string) => slotKey(boundKey(raw), slots, undefined);
 }

@@ -2,7 +2,7 @@ import { arrayBufferToBase64, parseDictionary, parseList, Token, type Item } fro
 
 /**
  * Reading the `RateLimit` and `RateLimit-Policy` fields a server sent (the
- * client's side of src/http/fields.ts, parsed with the same
+ * client's side of src/http/write-fields.ts, parsed with the same
  * `structured-headers` package).
  *
  * Shapes accepted:

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../packages/ratecontract/src/core/errors.js';
 import { parseForwarded, parseXForwardedFor } from '../../../packages/ratecontract/src/http/forwarded.js';
 import { cidrContains, formatIp, maskIp, parseCidr, parseIp } from '../../../packages/ratecontract/src/http/ip-address.js';
-import { resolveClientIp, resolveIpOptions, type IpOptions } from '../../../packages/ratecontract/src/http/ip.js';
+import { resolveClientIp, resolveIpOptions, type IpOptions } from '../../../packages/ratecontract/src/http/client-ip.js';
 
 function ip(text: string): string {
   const p = parseIp(text);
