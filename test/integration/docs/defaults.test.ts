@@ -23,6 +23,7 @@ import { DEFAULTS as CLIENT_DEFAULTS } from '../../../packages/ratecontract/src/
 import { validateConfig } from '../../../packages/ratecontract/src/config/index.js';
 import { DROP_IN_PURPOSE, parseRlsConfig } from '../../../packages/cli/src/rls/config.js';
 import { replayCommand } from '../../../packages/cli/src/cli/replay-command.js';
+import { suggestCommand } from '../../../packages/cli/src/cli/suggest-command.js';
 import { rlsCommand } from '../../../packages/cli/src/cli/rls.js';
 import { serveCommand } from '../../../packages/cli/src/cli/serve.js';
 import { simulateCommand } from '../../../packages/cli/src/cli/simulate-command.js';
@@ -233,6 +234,7 @@ function fromDefaults(defaults: object, overrides: Record<string, Expectation>):
 const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Expectation)> = {
   'docs/cli.md > simulate #1': cliFlags(simulateCommand),
   'docs/cli.md > replay #1': cliFlags(replayCommand),
+  'docs/cli.md > suggest #1': cliFlags(suggestCommand),
   'docs/rls.md > `ratecontract rls`: an Envoy global rate limit service #1': cliFlags(rlsCommand),
   'docs/serve.md > Flags #1': cliFlags(serveCommand),
 
