@@ -6,10 +6,11 @@ import { checkCommand } from './check.js';
 import { replayCommand } from './replay-command.js';
 import { rlsCommand } from './rls.js';
 import { serveCommand } from './serve.js';
+import { decideCommand } from './decide.js';
 import { simulateCommand } from './simulate-command.js';
 
 /** Every command, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, simulateCommand, replayCommand, checkCommand, auditCommand];
+const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, decideCommand, simulateCommand, replayCommand, checkCommand, auditCommand];
 
 const VERSION_FLAGS = ['--version', '-V'];
 
