@@ -69,6 +69,16 @@ describe.skipIf(!runsWith(NGINX, 'nginx'))('decide behind nginx auth_request (--
     // The body of the allowed requests reached the upstream; nothing of the rejected one did.
   });
 
+  it('adds no empty RateLimit field when decide told nothing, and a client cannot name another route in X-Forwarded-Uri', async () => {
+    const n = nginx as Proxy;
+    const health = await fetch(`${n.url}/health`);
+    expect(health.status).toBe(200);
+    expect(health.headers.has('ratelimit')).toBe(false);
+    // login-ip is spent for 127.0.0.1 (the test above): claiming the unlimited /health does not pass.
+    const spoofed = await fetch(`${n.url}/login`, { method: 'POST', headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/health' } });
+    expect(spoofed.status).toBe(429);
+  });
+
   it('keeps its connections to decide alive', async () => {
     const n = nginx as Proxy;
     for (let i = 0; i < 30; i++) expect((await fetch(`${n.url}/search?q=${i}`)).status).toBe(200);

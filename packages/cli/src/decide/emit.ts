@@ -224,18 +224,15 @@ export function emitCaddy(config: RateContractConfig, o: EmitOptions): string {
     '',
     `http://${host}:${port} {`,
     `    bind ${host}`,
-    '    # Allowed: the RateLimit fields decide told this caller, onto the client\'s answer.',
-    '    header {',
-    '        defer',
-    '        RateLimit {http.request.header.RateLimit}',
-    '        RateLimit-Policy {http.request.header.RateLimit-Policy}',
-    '        -X-Ratecontract-Unused',
-    '    }',
     `    forward_auth ${o.decide} {`,
     '        uri /_ratecontract_decide',
     '        copy_headers RateLimit RateLimit-Policy',
     '    }',
-    `    reverse_proxy ${o.upstream}`,
+    "    # Allowed: the RateLimit fields decide told this caller (copied onto the request above), onto the upstream's answer.",
+    `    reverse_proxy ${o.upstream} {`,
+    '        header_down RateLimit {http.request.header.RateLimit}',
+    '        header_down RateLimit-Policy {http.request.header.RateLimit-Policy}',
+    '    }',
     '',
     "    # decide unreachable: each route gets its limits' fail mode (first match, most specific first).",
     '    handle_errors {',
@@ -256,7 +253,8 @@ export function emitCaddy(config: RateContractConfig, o: EmitOptions): string {
     } else lines.push(`            reverse_proxy @route${i} ${o.upstream}`);
   });
   lines.push('            # no route: not limited', `            reverse_proxy ${o.upstream}`, '        }', '    }', '}', '');
-  return lines.join('\n');
+  // Caddy's own format (caddy fmt) indents with tabs.
+  return lines.map((l) => l.replace(/^(?: {4})+/, (s) => '\t'.repeat(s.length / 4))).join('\n');
 }
 
 /**
