@@ -19,6 +19,7 @@ const LIFETIME_S = 180;
 
 export const NGINX = '/usr/sbin/nginx';
 export const CADDY = '/usr/bin/caddy';
+export const HAPROXY = '/usr/sbin/haproxy';
 
 /** Whether the tests of `binary` run: present, or on CI (where a missing one must fail, not skip). */
 export function runsWith(binary: string, name: string): boolean {
@@ -106,8 +107,8 @@ async function waitForPort(port: number, proc: ChildProcess, output: () => strin
   throw new Error(`the proxy did not listen on ${port} within ${budgetMs} ms: ${output()}`);
 }
 
-function spawnProxy(command: string, args: readonly string[], env?: NodeJS.ProcessEnv): { proc: ChildProcess; output: () => string } {
-  const proc = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+function spawnProxy(command: string, args: readonly string[], env?: NodeJS.ProcessEnv, cwd?: string): { proc: ChildProcess; output: () => string } {
+  const proc = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, cwd });
   let out = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -164,6 +165,18 @@ export async function startCaddy(dir: string, caddyfile: string, listenPort: num
   const check = spawnSync(CADDY, ['validate', '--config', file, '--adapter', 'caddyfile'], { encoding: 'utf8', env: { ...process.env, ...env } });
   if (check.status !== 0) throw new Error(`caddy validate refused the Caddyfile: ${check.stderr}`);
   const { proc, output } = spawnProxy(CADDY, ['run', '--config', file, '--adapter', 'caddyfile'], env);
+  await waitForPort(listenPort, proc, output);
+  return { url: `http://127.0.0.1:${listenPort}`, proc, output, stop: () => stopProcess(proc) };
+}
+
+/** HAProxy in the foreground (`-db`) with `cfg` and its Lua action under `dir` (the config loads `ratecontract.lua` from there). */
+export async function startHaproxy(dir: string, cfg: string, lua: string, listenPort: number): Promise<Proxy> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'haproxy.cfg'), cfg);
+  writeFileSync(join(dir, 'ratecontract.lua'), lua);
+  const check = spawnSync(HAPROXY, ['-c', '-f', join(dir, 'haproxy.cfg')], { encoding: 'utf8', cwd: dir });
+  if (check.status !== 0) throw new Error(`haproxy -c refused the config: ${check.stdout}${check.stderr}`);
+  const { proc, output } = spawnProxy(HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], undefined, dir);
   await waitForPort(listenPort, proc, output);
   return { url: `http://127.0.0.1:${listenPort}`, proc, output, stop: () => stopProcess(proc) };
 }
