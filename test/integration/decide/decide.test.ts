@@ -125,7 +125,7 @@ describe('decide, asked as Traefik forwardAuth asks', () => {
   it('shares the host: /contract, /metrics, /decide.json, a SIGHUP reload, and exit 0 on SIGTERM', async () => {
     const served = d as Served;
     const admin = served.adminUrl as string;
-    expect(await (await fetch(`${admin}/contract`)).json()).toMatchObject({ rows: expect.any(Array) });
+    expect(await (await fetch(`${admin}/contract`)).json()).toHaveProperty('rows');
     const metrics = await (await fetch(`${admin}/metrics`)).text();
     expect(metrics).toMatch(/^ratecontract_decisions_total\{limit="login-ip",outcome="rejected"\} 1$/m);
     const counts = (await (await fetch(`${admin}/decide.json`)).json()) as Record<string, number>;
