@@ -25,6 +25,7 @@ import { DROP_IN_PURPOSE, parseRlsConfig } from '../../../packages/cli/src/rls/c
 import { replayCommand } from '../../../packages/cli/src/cli/replay-command.js';
 import { rlsCommand } from '../../../packages/cli/src/cli/rls.js';
 import { serveCommand } from '../../../packages/cli/src/cli/serve.js';
+import { decideCommand } from '../../../packages/cli/src/cli/decide.js';
 import { simulateCommand } from '../../../packages/cli/src/cli/simulate-command.js';
 import type { Command } from '../../../packages/cli/src/cli/args.js';
 
@@ -231,6 +232,7 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
   'docs/cli.md > replay #1': cliFlags(replayCommand),
   'docs/rls.md > `ratecontract rls`: an Envoy global rate limit service #1': cliFlags(rlsCommand),
   'docs/serve.md > Flags #1': cliFlags(serveCommand),
+  'docs/decide.md > Flags #1': cliFlags(decideCommand),
 
   'docs/client.md > Options #1': fromDefaults(CLIENT_DEFAULTS, {
     fetch: text('`globalThis.fetch` (read at call time)'),

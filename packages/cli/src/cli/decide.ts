@@ -14,7 +14,7 @@ export const decideCommand: Command = {
   name: 'decide',
   summary: 'answer forward-auth subrequests (nginx auth_request, Caddy forward_auth, Traefik forwardAuth, HAProxy) with a contract',
   options: {
-    config: { type: 'string', value: 'FILE', description: 'the contract file (YAML or JSON), as for serve' },
+    config: { type: 'string', value: 'FILE', description: 'the contract file (YAML or JSON), as for serve (required)' },
     port: { type: 'string', value: 'N', description: 'port the proxy asks; 0 takes a free port', default: String(DEFAULT_DECIDE_PORT) },
     host: { type: 'string', value: 'H', description: 'address to listen on', default: '127.0.0.1' },
     redis: { type: 'string', value: 'URL', description: 'put every store of the contract on this Redis (redis:// or rediss://)' },
