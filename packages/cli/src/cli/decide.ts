@@ -49,7 +49,7 @@ export const decideCommand: Command = {
 
 function denyStatusOption(args: ParsedArgs): DenyStatus | undefined {
   const raw = stringOption(args, 'deny-status');
-  if (raw === undefined || raw === '429' || raw === '503') return undefined;
+  if (raw === undefined || raw === '429') return undefined;
   if (raw === '403' || raw === '401') return Number(raw) as DenyStatus;
   throw new ArgumentError(`--deny-status must be 403 or 401 (or 429, the contract's own status), got ${JSON.stringify(raw)}`);
 }

@@ -28,8 +28,9 @@ export interface DecideOptions {
   readonly host: string;
   /** Port for the subrequests; 0 takes a free one. */
   readonly port: number;
+  /** Address of the admin port. */
   readonly adminHost: string;
-  /** `undefined`: no admin port. */
+  /** Port of the admin port (`/metrics`, `/contract`, `/decide.json`...); 0 takes a free one; `undefined`: no admin port. */
   readonly adminPort: number | undefined;
   /**
    * The status of every denial (`--deny-status`), with the contract's own in
@@ -45,6 +46,7 @@ export interface DecideOptions {
   readonly drainTimeoutMs: number;
   /** Reload when the config file changes. */
   readonly watch: boolean;
+  /** The server's logger (pino, JSON lines). */
   readonly logger: Logger;
 }
 
