@@ -1,4 +1,5 @@
-import { compareSpecificity, type RateContractConfig, type RoutePattern } from 'ratecontract/config';
+import type { RateContractConfig, RoutePattern } from 'ratecontract/config';
+import { compareSpecificity } from 'ratecontract/internal';
 
 /** The proxies `--emit` writes a config for. */
 export const EMIT_TARGETS = ['nginx', 'caddy', 'haproxy', 'haproxy-lua'] as const;

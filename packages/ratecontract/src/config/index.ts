@@ -5,7 +5,6 @@ export { buildRuntime, type ContractRuntime, type RuntimeOptions, type RuntimeRo
 export {
   RouteTable,
   parseRoutePattern,
-  compareSpecificity,
   type RoutePattern,
   type RouteMatch,
   type Segment,
