@@ -204,9 +204,18 @@ ${extra}routes:
     expect(e.stderr).toMatch(message);
   });
 
+  it('refuses to --emit a config for a contract that reads Forwarded (the configs set X-Forwarded-For), naming the path', async () => {
+    const file = contract('forwarded.yaml', `${limit('')}http:\n  trustProxy: loopback\n  forwardedHeader: forwarded\n`);
+    const r = await runCli(['decide', '--config', file, '--emit', 'caddy']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${file}: http.forwardedHeader: --emit writes configs that set X-Forwarded-For`);
+  });
+
   it.each([
     [['--config', 'x.yaml', '--bogus'], /unknown option --bogus/i],
     [['--config', 'x.yaml', '--deny-status', '500'], /--deny-status must be 403 or 401/],
+    [['--config', 'x.yaml', '--deny-status', '503'], /--deny-status must be 403 or 401/],
+    [['--config', 'x.yaml', '--emit', 'nginx', '--listen', 'nowhere'], /--listen must be HOST:PORT/],
     [['--config', 'x.yaml', '--emit', 'apache'], /--emit must be one of nginx, caddy, haproxy, haproxy-lua/],
     [['--config', 'x.yaml', '--upstream', 'http://127.0.0.1:1'], /--upstream applies with --emit only/],
     [['--port', '0'], /decide needs --config FILE/],

@@ -102,7 +102,15 @@ async function runDecide(args: ParsedArgs, io: CommandIo): Promise<number> {
 
   if (target !== undefined && upstream !== undefined && listen !== undefined) {
     const command = ['ratecontract decide', ...Object.entries(args.values).flatMap(([k, v]) => (v === undefined ? [] : v === true ? [`--${k}`] : [`--${k}`, v]))].join(' ');
-    io.stdout.write(emitProxyConfig(target, config, { decide: `${authorityHost(host)}:${port}`, upstream: upstream.host, listen, command }));
+    let text: string;
+    try {
+      text = emitProxyConfig(target, config, { decide: `${authorityHost(host)}:${port}`, upstream: upstream.host, listen, command });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      io.stderr.write(error.message + '\n');
+      return 2;
+    }
+    io.stdout.write(text);
     return 0;
   }
   const signals = holdSignals();

@@ -1,4 +1,4 @@
-import type { RateContractConfig, RoutePattern } from 'ratecontract/config';
+import { ConfigFileError, type RateContractConfig, type RoutePattern } from 'ratecontract/config';
 import { compareSpecificity } from 'ratecontract/internal';
 
 /** The proxies `--emit` writes a config for. */
@@ -353,8 +353,16 @@ export function emitHaproxyLua(config: RateContractConfig, o: EmitOptions): stri
   ].join('\n');
 }
 
-/** The config for `target`. */
+/**
+ * The config for `target`. Refuses (a `ConfigFileError` naming
+ * `http.forwardedHeader`) a contract that reads the client address from
+ * `Forwarded`: the emitted configs set `X-Forwarded-For` to the client's
+ * address, and would pass a client's own `Forwarded` field on untouched.
+ */
 export function emitProxyConfig(target: EmitTarget, config: RateContractConfig, o: EmitOptions): string {
+  if (config.http.forwardedHeader === 'forwarded') {
+    throw new ConfigFileError('RC_INVALID_OPTION', config.file, 'http.forwardedHeader', "--emit writes configs that set X-Forwarded-For to the client's address and pass a client's own Forwarded field on: use x-forwarded-for (the default) with decide behind them");
+  }
   switch (target) {
     case 'nginx':
       return emitNginx(config, o);

@@ -153,7 +153,9 @@ async function decideFrontEnd(options: DecideOptions, ctx: HostContext): Promise
     }
     counts.denied++;
     const r = result.response;
-    const body = r.body ?? '';
+    // nginx keeps only an auth answer's fields, and does not reuse a connection whose answer body it skipped:
+    // with --deny-status (nginx's) a denial has no body, and the proxy's rebuilt answer carries the problem details.
+    const body = denyStatus === undefined ? (r.body ?? '') : '';
     res.writeHead(denyStatus ?? r.status, { ...r.headers, [STATUS_FIELD]: String(r.status), 'content-length': String(Buffer.byteLength(body)) });
     res.end(body);
   }
