@@ -211,6 +211,22 @@ ${extra}routes:
     expect(r.stderr).toContain(`${file}: http.forwardedHeader: --emit writes configs that set X-Forwarded-For`);
   });
 
+  it('refuses such a limit on a reload too, keeping the contract in force', async () => {
+    const file = contract('reload.yaml', limit(''));
+    const d = await spawnServer('decide', ['--config', file, '--port', '0', '--admin-port', '0']);
+    try {
+      writeFileSync(file, limit('    algorithm: concurrency\n'));
+      d.signal('SIGHUP');
+      const line = await d.waitForLog((l) => l.event === 'reload');
+      expect(line).toMatchObject({ ok: false, reason: 'SIGHUP' });
+      expect(String(line.error)).toMatch(/limits\[1\]: decide cannot honour limit "bad": a concurrency limit/);
+      const r = await fetch(`${d.url}/`, { headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/x' } });
+      expect(r.status).toBe(200);
+    } finally {
+      await d.stop();
+    }
+  });
+
   it.each([
     [['--config', 'x.yaml', '--bogus'], /unknown option --bogus/i],
     [['--config', 'x.yaml', '--deny-status', '500'], /--deny-status must be 403 or 401/],
