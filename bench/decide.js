@@ -4,7 +4,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { children, CONNECTIONS, DURATION, flag, freePort, median, opt, PIN, pinned, ROOT, ROUNDS, start, tempDir, wrk } from './pinned-http.js';
+import { children, stopAll, CONNECTIONS, DURATION, flag, freePort, median, opt, PIN, pinned, ROOT, ROUNDS, start, tempDir, wrk } from './pinned-http.js';
 
 const dir = tempDir('rc-bench-decide-');
 const MAIN = join(ROOT, 'packages', 'cli', 'dist', 'cli', 'main.js');
@@ -127,6 +127,6 @@ const ratio = (a, b) => (a / b).toFixed(2);
 console.log(`nginx + decide (memory) / serve --upstream: ${ratio(d.rps, by['serve --upstream (memory)'].rps)}x req/s (target >= 2x)`);
 console.log(`nginx + decide (memory) / nginx limit_req: ${ratio(d.rps, by['nginx limit_req'].rps)}x req/s (target >= 0.6x)`);
 console.log(`decide CPU per decision (memory): ${d.cpuUs.decide.toFixed(1)} us (target <= 40 us)`);
-for (const c of children) c.kill('SIGTERM');
+await stopAll();
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);

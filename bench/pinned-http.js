@@ -18,9 +18,29 @@ export const DURATION = Number(opt('duration', '5'));
 export const CONNECTIONS = Number(opt('connections', '50'));
 export const ROUNDS = Number(opt('rounds', '3'));
 export const children = new Set();
+// A child is `timeout` running the process: SIGKILL ends `timeout` and orphans what it runs, so this is only for a
+// run that dies; a run that ends calls `stopAll`, which lets `timeout` pass SIGTERM on and waits for the exits.
 process.on('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
+
+/** SIGTERM to every child (which `timeout` passes on), and wait for them to exit (SIGKILL after 5 s). */
+export async function stopAll() {
+  await Promise.all(
+    [...children].map(
+      (c) =>
+        new Promise((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const t = setTimeout(() => c.kill('SIGKILL'), 5000);
+          c.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+}
 export const tempDir = (prefix) => mkdtempSync(join(tmpdir(), prefix));
 
 // Pinned: the server under test on CPU 0; the upstream, wrk and redis-server on CPU 1 (--no-pin to let them float).

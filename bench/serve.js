@@ -3,7 +3,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { children, CONNECTIONS, DURATION, freePort, median, opt, pinned, ROOT, ROUNDS, start, tempDir, wrk as wrkPass } from './pinned-http.js';
+import { children, stopAll, CONNECTIONS, DURATION, freePort, median, opt, pinned, ROOT, ROUNDS, start, tempDir, wrk as wrkPass } from './pinned-http.js';
 
 const args = process.argv.slice(2);
 const dir = tempDir('rc-bench-serve-');
@@ -117,6 +117,6 @@ for (const other of ['bare upstream', 'plain undici proxy', 'ratecontract serve 
   const o = by[other];
   if (o) console.log(`serve (memory) / ${other}: ${(base.rps / o.rps).toFixed(2)}x req/s, p99 ${(base.p99 / o.p99).toFixed(2)}x, CPU per request ${(base.cpuUs / o.cpuUs).toFixed(2)}x`);
 }
-for (const c of children) c.kill('SIGTERM');
+await stopAll();
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);
