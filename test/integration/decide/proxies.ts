@@ -1,8 +1,8 @@
 /**
- * Real proxies for the decide tests: Debian's nginx and Caddy, each started
- * on a free port with a config in the test's own temp directory, under
- * `timeout --signal=KILL` so a leaked one dies by itself, and stopped by the
- * test. A missing binary skips the file saying why, except on CI
+ * Real proxies for the decide tests: Debian's nginx, Caddy and HAProxy,
+ * each started on a free port with a config in the test's own temp
+ * directory, under `timeout` (TERM after its lifetime, KILL 5 s later) so a
+ * leaked one dies by itself, and stopped by the test. A missing binary skips the file saying why, except on CI
  * (`CI=true`), where scripts/ensure-proxies.sh installs them and a missing
  * one fails (as the Chromium tests do).
  */
@@ -108,11 +108,13 @@ async function waitForPort(port: number, proc: ChildProcess, output: () => strin
 }
 
 function spawnProxy(command: string, args: readonly string[], env?: NodeJS.ProcessEnv, cwd?: string): { proc: ChildProcess; output: () => string } {
-  const proc = spawn('timeout', ['--signal=KILL', String(LIFETIME_S), command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, cwd });
+  // TERM first (nginx's master then stops its workers; a KILL would orphan them), KILL 5 s later if it is still there.
+  const proc = spawn('timeout', ['--signal=TERM', '--kill-after=5', String(LIFETIME_S), command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, cwd });
   let out = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  process.once('exit', () => proc.kill('SIGKILL'));
+  // `timeout` passes SIGTERM on to the proxy (SIGKILL would end `timeout` alone and orphan the proxy).
+  process.once('exit', () => proc.kill('SIGTERM'));
   return { proc, output: () => out };
 }
 
