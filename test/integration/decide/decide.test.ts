@@ -151,6 +151,9 @@ describe('decide --deny-status 403, X-Real-IP, and an untrusted peer', () => {
       expect(denied.headers.get('ratecontract-status')).toBe('429');
       expect(denied.headers.get('retry-after')).toBe('30');
       expect(denied.headers.get('ratelimit')).toMatch(/^"login-ip";r=0;t=30/);
+      // No body (nginx would not reuse the connection for it), so no content type either.
+      expect(denied.headers.get('content-length')).toBe('0');
+      expect(denied.headers.has('content-type')).toBe(false);
       expect((await ask('192.0.2.2')).status).toBe(200);
     } finally {
       await d.stop();

@@ -155,8 +155,15 @@ async function decideFrontEnd(options: DecideOptions, ctx: HostContext): Promise
     const r = result.response;
     // nginx keeps only an auth answer's fields, and does not reuse a connection whose answer body it skipped:
     // with --deny-status (nginx's) a denial has no body, and the proxy's rebuilt answer carries the problem details.
-    const body = denyStatus === undefined ? (r.body ?? '') : '';
-    res.writeHead(denyStatus ?? r.status, { ...r.headers, [STATUS_FIELD]: String(r.status), 'content-length': String(Buffer.byteLength(body)) });
+    if (denyStatus !== undefined) {
+      const fields: Record<string, string> = { ...r.headers, [STATUS_FIELD]: String(r.status), 'content-length': '0' };
+      delete fields['Content-Type'];
+      res.writeHead(denyStatus, fields);
+      res.end();
+      return;
+    }
+    const body = r.body ?? '';
+    res.writeHead(r.status, { ...r.headers, [STATUS_FIELD]: String(r.status), 'content-length': String(Buffer.byteLength(body)) });
     res.end(body);
   }
 
