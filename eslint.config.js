@@ -35,7 +35,9 @@ const LAYERS = {
     host: [],
     rls: ['contract', 'host'],
     serve: ['contract', 'host'],
-    cli: ['contract', 'host', 'rls', 'serve'],
+    // decide answers forward-auth subrequests with serve's generation (guards, identity), server options and client-error answers.
+    decide: ['contract', 'host', 'serve'],
+    cli: ['contract', 'decide', 'host', 'rls', 'serve'],
   },
 };
 

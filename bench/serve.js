@@ -1,87 +1,17 @@
 // ratecontract serve --upstream vs the bare upstream, nginx limit_req (one worker) and a plain undici proxy.
 // Usage: node bench/serve.js [--duration 5] [--connections 50] [--rounds 3] [--redis] [--no-pin] [--compare OTHER_DIST_DIR]   (needs wrk; nginx optional; from the repo root after npm run build)
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { children, stopAll, CONNECTIONS, DURATION, freePort, median, opt, pinned, ROOT, ROUNDS, start, tempDir, wrk as wrkPass } from './pinned-http.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
-const opt = (name, d) => {
-  const i = args.indexOf(`--${name}`);
-  return i < 0 ? d : args[i + 1];
+const dir = tempDir('rc-bench-serve-');
+// One pass; `cpuUs` of the one server under test.
+const wrk = (url, pid) => {
+  const r = wrkPass(url, pid === undefined ? {} : { server: pid });
+  return { ...r, cpuUs: r.cpuUs.server };
 };
-const DURATION = Number(opt('duration', '5'));
-const CONNECTIONS = Number(opt('connections', '50'));
-const children = new Set();
-process.on('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
-const dir = mkdtempSync(join(tmpdir(), 'rc-bench-serve-'));
-
-// Pinned: the server under test on CPU 0; the upstream, wrk and redis-server on CPU 1 (--no-pin to let them float).
-const PIN = !args.includes('--no-pin');
-const pinned = (cpu, cmd, argv) => (PIN ? ['taskset', ['-c', String(cpu), 'timeout', '--signal=KILL', '600', cmd, ...argv]] : ['timeout', ['--signal=KILL', '600', cmd, ...argv]]);
-
-function start(cmd, argv, ready, cpu = 0) {
-  const p = spawn(...pinned(cpu, cmd, argv), { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(p);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const on = (d) => {
-      out += d;
-      const m = ready(out);
-      if (m) resolve({ p, m });
-    };
-    p.stdout.on('data', on);
-    p.stderr.on('data', on);
-    p.once('exit', (code) => reject(new Error(`${cmd} exited ${code}: ${out}`)));
-  });
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-// CPU seconds (user + system) used so far by a process and its descendants, from /proc (Linux).
-function treeCpu(pid) {
-  let ticks = 0;
-  const walk = (id) => {
-    try {
-      const stat = readFileSync(`/proc/${id}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-      for (const t of readdirSync(`/proc/${id}/task`)) {
-        for (const c of readFileSync(`/proc/${id}/task/${t}/children`, 'utf8').split(' ').filter(Boolean)) walk(Number(c));
-      }
-    } catch {
-      // gone
-    }
-  };
-  walk(pid);
-  return ticks / 100; // USER_HZ
-}
-
-function wrk(url, pid) {
-  const cpu0 = pid === undefined ? 0 : treeCpu(pid);
-  const [cmd, argv] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${DURATION}s`, '--latency', url]);
-  const text = execFileSync(cmd, argv, { encoding: 'utf8' });
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)[1]);
-  const p99raw = /99%\s+([\d.]+)(us|ms|s)/.exec(text);
-  const p99 = Number(p99raw[1]) * (p99raw[2] === 'us' ? 0.001 : p99raw[2] === 's' ? 1000 : 1);
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
-  const requests = Number(/(\d+) requests in/.exec(text)[1]);
-  // CPU time of the server under test per request: less sensitive than req/s to what else the machine runs.
-  const cpuUs = pid === undefined ? undefined : ((treeCpu(pid) - cpu0) * 1e6) / requests;
-  return { rps, p99, non2xx, cpuUs };
-}
 
 // The upstream: a trivial node:http server in its own process.
 const upPort = await freePort();
@@ -112,7 +42,6 @@ async function serveProxy(extra, dist = join(ROOT, 'packages', 'cli', 'dist'), c
 
 // Targets are gathered first, then measured in ROUNDS interleaved rounds (each after a discarded warm-up
 // pass); a row is the median round, so a burst of noise from elsewhere on the machine hits every target alike.
-const ROUNDS = Number(opt('rounds', '3'));
 const targets = [];
 const run = (name, url, pid) => targets.push({ name, url, pid });
 
@@ -177,7 +106,6 @@ for (let round = 0; round < ROUNDS; round++) {
     console.error(`round ${round + 1} ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}, ${r.cpuUs?.toFixed(1)} us CPU/request`);
   }
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = targets.map((t) => {
   const s = samples.get(t.name);
   return { name: t.name, rps: median(s.map((r) => r.rps)), p99: median(s.map((r) => r.p99)), cpuUs: median(s.map((r) => r.cpuUs)), non2xx: s.reduce((a, r) => a + r.non2xx, 0) };
@@ -189,6 +117,6 @@ for (const other of ['bare upstream', 'plain undici proxy', 'ratecontract serve 
   const o = by[other];
   if (o) console.log(`serve (memory) / ${other}: ${(base.rps / o.rps).toFixed(2)}x req/s, p99 ${(base.p99 / o.p99).toFixed(2)}x, CPU per request ${(base.cpuUs / o.cpuUs).toFixed(2)}x`);
 }
-for (const c of children) c.kill('SIGTERM');
+await stopAll();
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);

@@ -10,3 +10,4 @@ export { refuseUnknown } from './core/options.js';
 export { decisionKeys, WANT_KEYS } from './core/limiter.js';
 export { compileLimit } from './core/compile.js';
 export { cyclicAlias } from './config/parse.js';
+export { compareSpecificity } from './config/route-pattern.js';

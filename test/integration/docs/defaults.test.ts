@@ -26,6 +26,7 @@ import { replayCommand } from '../../../packages/cli/src/cli/replay-command.js';
 import { suggestCommand } from '../../../packages/cli/src/cli/suggest-command.js';
 import { rlsCommand } from '../../../packages/cli/src/cli/rls.js';
 import { serveCommand } from '../../../packages/cli/src/cli/serve.js';
+import { decideCommand } from '../../../packages/cli/src/cli/decide.js';
 import { simulateCommand } from '../../../packages/cli/src/cli/simulate-command.js';
 import type { Command } from '../../../packages/cli/src/cli/args.js';
 
@@ -237,6 +238,7 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
   'docs/cli.md > suggest #1': cliFlags(suggestCommand),
   'docs/rls.md > `ratecontract rls`: an Envoy global rate limit service #1': cliFlags(rlsCommand),
   'docs/serve.md > Flags #1': cliFlags(serveCommand),
+  'docs/decide.md > Flags #1': cliFlags(decideCommand),
 
   'docs/client.md > Options #1': fromDefaults(CLIENT_DEFAULTS, {
     fetch: text('`globalThis.fetch` (read at call time)'),

@@ -147,10 +147,15 @@ export function spawnCli(args: readonly string[]): Spawned {
 }
 
 /** Starts `ratecontract serve ...args` and resolves once it printed its listening line. */
-export async function serve(args: readonly string[], budgetMs = 20_000): Promise<Served> {
-  const s = spawnCli(['serve', ...args]);
+export function serve(args: readonly string[], budgetMs = 20_000): Promise<Served> {
+  return spawnServer('serve', args, budgetMs);
+}
+
+/** Starts a server command (`serve`, `decide`) with `args` and resolves once it printed its listening line. */
+export async function spawnServer(command: string, args: readonly string[], budgetMs = 20_000): Promise<Served> {
+  const s = spawnCli([command, ...args]);
   const listening = new Promise<{ url: string; adminUrl: string | undefined }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not listen within ${budgetMs} ms; stderr: ${s.stderr()}`)), budgetMs);
+    const timer = setTimeout(() => reject(new Error(`${command} did not listen within ${budgetMs} ms; stderr: ${s.stderr()}`)), budgetMs);
     const look = (): void => {
       const m = /^listening (http:\/\/\S+)$/m.exec(s.stderr());
       const a = /^admin (http:\/\/\S+)/m.exec(s.stderr());
@@ -163,7 +168,7 @@ export async function serve(args: readonly string[], budgetMs = 20_000): Promise
     s.onStderr(look);
     void s.exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`serve exited (${String(code)}) before listening; stderr: ${s.stderr()}`));
+      reject(new Error(`${command} exited (${String(code)}) before listening; stderr: ${s.stderr()}`));
     });
   });
   const { url, adminUrl } = await listening;

@@ -307,7 +307,7 @@ const PINNED: Record<string, readonly string[]> = {
     'parseRoutePattern',
     'validateConfig',
   ],
-  './internal': ['GLOBAL_KEY', 'WANT_KEYS', 'boundKey', 'closest', 'compileLimit', 'cyclicAlias', 'decisionKeys', 'didYouMean', 'refuseUnknown'],
+  './internal': ['GLOBAL_KEY', 'WANT_KEYS', 'boundKey', 'closest', 'compareSpecificity', 'compileLimit', 'cyclicAlias', 'decisionKeys', 'didYouMean', 'refuseUnknown'],
   './metrics': [
     'MAX_LABEL_VALUES',
     'OTHER_LABEL',

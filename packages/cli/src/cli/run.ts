@@ -6,11 +6,12 @@ import { checkCommand } from './check.js';
 import { replayCommand } from './replay-command.js';
 import { rlsCommand } from './rls.js';
 import { serveCommand } from './serve.js';
+import { decideCommand } from './decide.js';
 import { simulateCommand } from './simulate-command.js';
 import { suggestCommand } from './suggest-command.js';
 
 /** Every command, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, simulateCommand, replayCommand, suggestCommand, checkCommand, auditCommand];
+const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, decideCommand, simulateCommand, replayCommand, suggestCommand, checkCommand, auditCommand];
 
 const VERSION_FLAGS = ['--version', '-V'];
 

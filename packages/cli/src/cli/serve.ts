@@ -46,7 +46,8 @@ export const serveCommand: Command = {
 };
 
 
-function urlOption(args: ParsedArgs, name: string, protocols: readonly string[]): URL | undefined {
+/** A `--name URL` option: a URL whose protocol is one of `protocols`, or `undefined` when not given. */
+export function urlOption(args: ParsedArgs, name: string, protocols: readonly string[]): URL | undefined {
   const raw = stringOption(args, name);
   if (raw === undefined) return undefined;
   let u: URL;

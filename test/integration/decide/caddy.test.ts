@@ -1,0 +1,140 @@
+/**
+ * `ratecontract decide` behind Debian's Caddy (`forward_auth`), with the
+ * Caddyfile `decide --emit caddy` writes: decide's own 429 (exact
+ * Retry-After, RateLimit fields, problem+json) reaches the client as
+ * decide sent it, allowed answers carry the RateLimit fields, the upstream
+ * never sees a rejected request, Caddy keeps its connections to decide
+ * alive, and with decide killed under traffic the abuse route answers 503
+ * while the shedding route passes.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Served } from '../serve/helpers.js';
+import { CONTRACT, emit, freePort, CADDY, runsWith, startDecide, startCaddy, startUpstream, type Proxy, type Upstream } from './proxies.js';
+
+describe.skipIf(!runsWith(CADDY, 'Caddy'))('decide behind Caddy forward_auth (--emit caddy)', () => {
+  let dir = '';
+  let upstream: Upstream | undefined;
+  let decide: Served | undefined;
+  let caddy: Proxy | undefined;
+  let config = '';
+  let emitted = '';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rc-decide-caddy-'));
+    config = join(dir, 'ratecontract.yaml');
+    writeFileSync(config, CONTRACT);
+    upstream = await startUpstream();
+    const decidePort = await freePort();
+    const listenPort = await freePort();
+    emitted = await emit('caddy', config, decidePort, upstream.port, listenPort);
+    decide = await startDecide(config, decidePort);
+    caddy = await startCaddy(join(dir, 'caddy'), emitted, listenPort);
+  }, 60_000);
+
+  afterAll(async () => {
+    await caddy?.stop();
+    await decide?.stop();
+    await upstream?.close();
+    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes each route with its fail mode, purpose and reason as comments', () => {
+    expect(emitted).toContain('# POST /login: 503 while decide is unreachable (fails closed)');
+    expect(emitted).toContain('#   login-ip: abuse, onError closed: password spraying from one address');
+    expect(emitted).toMatch(/@route0 \{\n\t+method POST\n\t+path_regexp \^\/login\/\?\$\n/);
+    expect(emitted).toContain('#   search-ip: shedding, onError degraded: search is CPU-bound; each address gets a share');
+    expect(emitted).toMatch(/reverse_proxy @route1 127\.0\.0\.1:\d+/);
+  });
+
+  it('allows with the RateLimit fields, then answers 429 with the exact Retry-After and RateLimit fields; the upstream sees only the allowed', async () => {
+    const n = caddy as Proxy;
+    const up = upstream as Upstream;
+    const before = up.seen.filter((s) => s.url === '/login').length;
+    const answers: Response[] = [];
+    for (let i = 0; i < 3; i++) answers.push(await fetch(`${n.url}/login`, { method: 'POST', body: 'user=a' }));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(await answers[0]?.text()).toBe('upstream POST /login');
+    expect(answers[0]?.headers.get('ratelimit')).toMatch(/^"login-ip";r=1;t=\d+/);
+    expect(answers[0]?.headers.get('ratelimit-policy')).toMatch(/^"login-ip";q=2;w=60/);
+    const denied = answers[2] as Response;
+    // gcra 2 per minute, a burst of 2: the next request fits in 30 s.
+    expect(denied.headers.get('retry-after')).toBe('30');
+    expect(denied.headers.get('ratelimit')).toMatch(/^"login-ip";r=0;t=30/);
+    expect(denied.headers.get('ratelimit-policy')).toMatch(/^"login-ip";q=2;w=60/);
+    expect(denied.headers.get('content-type')).toBe('application/problem+json');
+    expect(denied.headers.get('cache-control')).toBe('no-store');
+    // decide's own problem details, passed on by Caddy as they were sent.
+    expect(await denied.json()).toMatchObject({ status: 429, 'violated-policies': ['login-ip'] });
+    expect(up.seen.filter((s) => s.url === '/login').length - before).toBe(2);
+    // The body of the allowed requests reached the upstream; nothing of the rejected one did.
+  });
+
+  it('a client cannot name another route in X-Original-URI (the other family)', async () => {
+    // login-ip is spent for 127.0.0.1 (the test above): claiming the unlimited /health is refused, never passed.
+    const spoofed = await fetch(`${(caddy as Proxy).url}/login`, { method: 'POST', headers: { 'x-original-method': 'GET', 'x-original-uri': '/health' } });
+    expect(spoofed.status).toBe(400);
+    expect(await spoofed.text()).toContain('disagree');
+  });
+
+  it("a client cannot choose its address: its own X-Forwarded-For and X-Real-IP are replaced by the proxy's", async () => {
+    // login-ip is spent for 127.0.0.1 (the test above).
+    const spoofed = await fetch(`${(caddy as Proxy).url}/login`, { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.99', 'x-real-ip': '198.51.100.98' } });
+    expect(spoofed.status).toBe(429);
+  });
+
+  it('keeps its connections to decide alive', async () => {
+    const n = caddy as Proxy;
+    const count = async (): Promise<{ connections: number; subrequests: number }> =>
+      (await (await fetch(`${(decide as Served).adminUrl as string}/decide.json`)).json()) as { connections: number; subrequests: number };
+    const before = await count();
+    for (let i = 0; i < 30; i++) expect((await fetch(`${n.url}/search?q=${i}`)).status).toBe(200);
+    const after = await count();
+    expect(after.subrequests - before.subrequests).toBe(30);
+    // 30 subrequests, one after another, on at most one new connection.
+    expect(after.connections - before.connections).toBeLessThanOrEqual(1);
+  });
+
+  it('with decide killed under traffic: the abuse route answers 503 (fails closed), the shedding route passes, nothing answers 500', async () => {
+    const n = caddy as Proxy;
+    const up = upstream as Upstream;
+    const statuses = new Set<number>();
+    let running = true;
+    const traffic = (async () => {
+      while (running) {
+        const r = await fetch(`${n.url}/search?q=load`);
+        statuses.add(r.status);
+        await r.arrayBuffer();
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    (decide as Served).signal('SIGKILL');
+    await (decide as Served).exited;
+    await new Promise((r) => setTimeout(r, 200));
+    running = false;
+    await traffic;
+    expect([...statuses]).toEqual([200]);
+
+    const seenLogin = up.seen.filter((s) => s.url === '/login').length;
+    const login = await fetch(`${n.url}/login`, { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' } });
+    expect(login.status).toBe(503);
+    expect(login.headers.get('retry-after')).toBe('1');
+    expect(await login.json()).toMatchObject({ status: 503 });
+    expect(up.seen.filter((s) => s.url === '/login').length).toBe(seenLogin);
+
+    const search = await fetch(`${n.url}/search?q=down`);
+    expect(search.status).toBe(200);
+    expect(search.headers.get('retry-after')).toBeNull();
+    expect(await search.text()).toBe('upstream GET /search?q=down');
+    expect((await fetch(`${n.url}/health`)).status).toBe(200);
+  });
+
+  it('adds no empty RateLimit field when decide told nothing (an unlimited route)', async () => {
+    const r = await fetch(`${(caddy as Proxy).url}/health`);
+    expect(r.status).toBe(200);
+    expect(r.headers.has('ratelimit')).toBe(false);
+    expect(r.headers.has('ratelimit-policy')).toBe(false);
+  });
+});
