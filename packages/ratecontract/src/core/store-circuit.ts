@@ -3,6 +3,7 @@ import { refuseUnknown } from './options.js';
 import { breakerChannel, deadConnectionChannel, storeCallChannel, type StoreFailureReason } from './events.js';
 import { SilenceWatch } from './silence-watch.js';
 import type { Store, StoreOp } from './store.js';
+import { monotonicNow, nextTurn, unrefTimer } from './timers.js';
 
 export type { BreakerOptions } from './store.js';
 
@@ -274,7 +275,7 @@ export class StoreCircuit {
     let started = -1;
     try {
       if (this.#gate !== undefined) await this.#gate;
-      if (storeCallChannel.hasSubscribers) started = performance.now();
+      if (storeCallChannel.hasSubscribers) started = monotonicNow();
       const pending = call();
       this.#silence?.issued(now, pending);
       const value = await withDeadline(pending, this.deadlineMs);
@@ -330,7 +331,7 @@ export class StoreCircuit {
     let started = -1;
     try {
       if (this.#gate !== undefined) await this.#gate;
-      if (storeCallChannel.hasSubscribers) started = performance.now();
+      if (storeCallChannel.hasSubscribers) started = monotonicNow();
       const pending = call();
       this.#silence?.issued(now, pending);
       const value = await withDeadline(pending, this.deadlineMs);
@@ -398,7 +399,7 @@ export class StoreCircuit {
   }
 
   #timed(started: number, ok: boolean): void {
-    storeCallChannel.publish({ store: this.name, kind: this.store.kind, durationMs: performance.now() - started, ok });
+    storeCallChannel.publish({ store: this.name, kind: this.store.kind, durationMs: monotonicNow() - started, ok });
   }
 
   #startGate(startupWaitMs: number): Promise<void> {
@@ -420,7 +421,7 @@ export class StoreCircuit {
         open();
         resolve();
       }, startupWaitMs);
-      timer.unref();
+      unrefTimer(timer);
     });
     return Promise.race([ready, waited]);
   }
@@ -518,17 +519,17 @@ export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
     let looked = false;
     const expire = (): void => {
       if (settled) return;
-      if (!looked && performance.now() - firedAt > LOOP_STALL_MS) {
+      if (!looked && monotonicNow() - firedAt > LOOP_STALL_MS) {
         looked = true;
-        setImmediate(expire);
+        nextTurn(expire);
         return;
       }
       settled = true;
       reject(new StoreTimeoutError(ms));
     };
     const timer = setTimeout(() => {
-      firedAt = performance.now();
-      setImmediate(expire);
+      firedAt = monotonicNow();
+      nextTurn(expire);
     }, ms);
     promise.then(
       (value) => {
