@@ -1,0 +1,8 @@
+import { bundle, defineRuntimeSuite, jsonPort, runtimeBin, spawnServer } from './helpers.js';
+
+// Only the network permission: the library reads no file and no environment variable on Deno.
+defineRuntimeSuite('deno', async (dir) => {
+  const bin = runtimeBin('deno');
+  await bundle('deno-entry.ts', dir);
+  return spawnServer(bin, ['run', '--allow-net=127.0.0.1', '--no-prompt', 'bundle.js'], dir, jsonPort);
+});
