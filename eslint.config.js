@@ -54,6 +54,7 @@ const NODE_IMPORTS = {
   'core/shedder.ts': ['perf_hooks'],
   'stores/memory': ['crypto'],
   'stores/redis': ['crypto'],
+  'stores/redis-http': [],
   http: ['crypto', 'net'],
   // The Node adapters' half of http: Node's own server objects.
   'http/node-connection.ts': ['http', 'net'],

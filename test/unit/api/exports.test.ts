@@ -134,6 +134,7 @@ const PINNED: Record<string, readonly string[]> = {
     'keySlot',
     'redisStore',
   ],
+  './redis-http': ['BatchOptions', 'FetchLike', 'REDIS_HTTP_STORE_DEFAULTS', 'RedisHttpStoreOptions', 'RedisStore', 'redisHttpStore'],
   './http': [
     'Advertise',
     'AdvertisedLimit',

@@ -46,3 +46,14 @@ export function monotonicNow(): number {
   if (t > lastMonotonic) lastMonotonic = t;
   return lastMonotonic;
 }
+
+const processNextTick: ((fn: () => void) => void) | undefined = (() => {
+  const p = (globalThis as { process?: { nextTick?: unknown } }).process;
+  return typeof p?.nextTick === 'function' ? (fn: () => void) => (p.nextTick as (fn: () => void) => void)(fn) : undefined;
+})();
+
+/** Runs `fn` at the end of the current tick: `process.nextTick` where it exists (Node, Bun, Deno, workerd with the Node APIs), else `queueMicrotask`. */
+export function endOfTick(fn: () => void): void {
+  if (processNextTick !== undefined) processNextTick(fn);
+  else queueMicrotask(fn);
+}
