@@ -14,7 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
 import { ROOT } from '../../helpers/paths.js';
+import { connectStandalone, type TestClient } from '../redis/helpers/clients.js';
+import { startRedis, type RedisServer } from '../redis/helpers/redis-server.js';
+import { startRestServer, type RestServer } from '../redis/helpers/rest-server.js';
 
 /** The `node:` modules the bundle may leave to the runtime: what every runtime here provides. */
 export const RUNTIME_NODE_MODULES = ['node:crypto', 'node:diagnostics_channel', 'node:net'];
@@ -166,6 +170,7 @@ export function defineRuntimeSuite(runtime: string, start: (dir: string) => Prom
   describe(`${label}: the library off Node`, () => {
     let app: Running | undefined;
     let flaky: { server: Server; url: string } | undefined;
+    let redis: { server: RedisServer; io: TestClient; rest: RestServer } | undefined;
     const tmp = tempDir();
     const url = (): string => {
       if (app === undefined) throw new Error(`${runtime} did not start`);
@@ -174,12 +179,18 @@ export function defineRuntimeSuite(runtime: string, start: (dir: string) => Prom
 
     beforeAll(async () => {
       flaky = await startFlaky();
+      const server = await startRedis();
+      const io = await connectStandalone('ioredis', server.port);
+      redis = { server, io, rest: await startRestServer(io.client as Redis) };
       app = await start(tmp.dir);
     }, 60_000);
 
     afterAll(async () => {
       await app?.stop();
       await new Promise<void>((resolve) => (flaky === undefined ? resolve() : flaky.server.close(() => resolve())));
+      await redis?.rest.close();
+      await redis?.io.close();
+      await redis?.server.stop();
       tmp.remove();
     });
 
@@ -228,6 +239,18 @@ export function defineRuntimeSuite(runtime: string, start: (dir: string) => Prom
       expect(body.waits).toHaveLength(1);
       expect(body.waits[0]).toBeGreaterThanOrEqual(1000);
       expect(body.elapsedMs).toBeGreaterThanOrEqual(990);
+    }, 15_000);
+
+    it('decides on Redis over HTTP (ratecontract/redis-http): 3 admitted, then 429 with the exact wait at server time', async () => {
+      const rest = redis?.rest;
+      if (rest === undefined) throw new Error('no REST server');
+      const r = await fetch(`${url()}/redis-http?url=${encodeURIComponent(rest.url)}&token=${encodeURIComponent(rest.token)}`);
+      const text = await r.text();
+      expect(r.status, text).toBe(200);
+      const decisions = JSON.parse(text) as Array<{ allowed: boolean; outcome: string; retryAfterMs: number }>;
+      expect(decisions.map((d) => d.outcome)).toEqual(['allowed', 'allowed', 'allowed', 'rejected']);
+      expect(decisions[3]?.retryAfterMs).toBeGreaterThan(290_000);
+      expect(decisions[3]?.retryAfterMs).toBeLessThanOrEqual(300_000);
     }, 15_000);
 
     it('has a monotonic clock that moves', async () => {
