@@ -55,6 +55,8 @@ const NODE_IMPORTS = {
   'stores/memory': ['crypto'],
   'stores/redis': ['crypto'],
   'stores/redis-http': [],
+  // The PostgreSQL quota store: Node (its pool is pg's), key digests.
+  'stores/pg': ['crypto'],
   http: ['crypto', 'net'],
   // The Node adapters' half of http: Node's own server objects.
   'http/node-connection.ts': ['http', 'net'],
