@@ -6,7 +6,7 @@
  * here. A runtime whose binary is missing fails the file: CI installs them
  * (`npm ci`), so a missing one is a broken install, never a reason to skip.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
@@ -49,6 +49,25 @@ export async function bundle(entry: string, dir: string): Promise<string> {
   for (const output of Object.values(result.metafile.outputs)) for (const i of output.imports) if (i.external) imported.add(i.path);
   expect([...imported].filter((m) => !RUNTIME_NODE_MODULES.includes(m))).toEqual([]);
   return outfile;
+}
+
+/**
+ * Runs fixtures/dist-entries.js with `bin args` from the repository root:
+ * the built entries imported by package name, no bundler (needs a built
+ * dist/, as `npm test` and `npm run test:full` make first).
+ */
+export function defineDistEntriesTest(runtime: string, bin: () => string, args: readonly string[]): void {
+  it(`${runtime}: the built entries import by package name (no bundler) and pass the conformance suite`, async () => {
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(bin(), [...args, join(import.meta.dirname, 'fixtures', 'dist-entries.js')], { cwd: ROOT, timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) =>
+        error === null ? resolve(stdout) : reject(new Error(`${runtime}: ${error.message}\n${stderr}`)),
+      );
+    });
+    const r = JSON.parse(out.trim().split('\n').pop() ?? '{}') as { failed: string[]; passed: number; entries: string[] };
+    expect(r.failed).toEqual([]);
+    expect(r.passed).toBeGreaterThan(5);
+    expect(r.entries).toEqual(['function', 'function', 'function', 'function']);
+  }, 60_000);
 }
 
 /** A free loopback port (bound and released: workerd takes a fixed address). */
