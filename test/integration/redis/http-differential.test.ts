@@ -40,6 +40,11 @@ const ioredis = useStandaloneIoredis({ beforeAll, afterAll });
 let rest: RestServer | undefined;
 beforeAll(async () => {
   rest = await startRestServer(ioredis().client as Redis);
+  // Warm up (scripts loaded, the loopback connection and the code paths hot), so that the first property run fits its budget.
+  const warm = redisHttpStore({ url: rest.url, token: rest.token, prefix: 'hdiff-warm:', timeMode: 'client', ttlGraceMs: 600_000, deadlineMs: 5_000 });
+  await warm.ready();
+  const limit = compileLimit({ name: 'warm', purpose: 'shedding', algorithm: 'gcra', limit: 5, window: 1000 }, 'limits[0]', new Set());
+  for (let i = 0; i < 20; i++) await warm.evaluate([{ spec: limit, key: `k${i % 3}`, cost: 1, leaseId: undefined }], 1_700_000_000_000 + i);
 }, 30_000);
 afterAll(async () => {
   await rest?.close();
