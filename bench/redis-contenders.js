@@ -5,7 +5,7 @@
 // the contender's own Redis client connection.
 //
 // Requests: request i carries a recipient (100,000 distinct), a tenant (100),
-// an IP (10,000) and the global key; a one-limit contender limits by IP only,
+// an IP (10,000, or BENCH_KEYS) and the global key; a one-limit contender limits by IP only,
 // a four-limit chain by all four, most specific first, as DESIGN.md's chain
 // (recipient, tenant, ip, global).
 //
@@ -39,11 +39,14 @@ const BURST = 1e8;
 /** The store's deadline: high enough that no timeout fires under 50 in flight on a loaded machine. */
 export const DEADLINE_MS = 1000;
 
+/** Distinct IPs of the one-limit contenders (and the chain's ip limit): BENCH_KEYS, default 10,000. */
+export const IP_KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
+
 /** The keys of request i, by limit name. */
 export const KEY_OF = {
   recipient: (i) => `+1555${String(i % 100_000).padStart(7, '0')}`,
   tenant: (i) => `tenant-${i % 100}`,
-  ip: (i) => keyOf(i % 10_000),
+  ip: (i) => keyOf(i % IP_KEYS),
   global: () => 'global',
 };
 

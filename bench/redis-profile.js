@@ -3,16 +3,22 @@
 // client process.
 //   node redis-profile.js rc-gcra [seconds]
 //   node prof-lines.cjs results/prof/redis-rc-gcra.cpuprofile
+// Pinned as redis-pinned.js pins: redis-server on CPU 1, the profiled client on CPU 0.
+// Extra environment (BENCH_KEYS, BENCH_BATCH_MAX_CHECKS) passes through to the child.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { CLIENT_CPU, SERVER_CPU } from './redis-pinned.js';
 import { startRedis } from './redis-server.js';
 
 const [id = 'rc-gcra', seconds = '4'] = process.argv.slice(2);
-const r = await startRedis({ maxSeconds: 120, log: (s) => process.stderr.write(s + '\n') });
+const r = await startRedis({ maxSeconds: 120, log: (s) => process.stderr.write(s + '\n'), cpu: SERVER_CPU });
 try {
   const x = spawnSync(
-    process.execPath,
+    'taskset',
     [
+      '-c',
+      String(CLIENT_CPU),
+      process.execPath,
       '--cpu-prof',
       `--cpu-prof-dir=${fileURLToPath(new URL('./results/prof/', import.meta.url))}`,
       `--cpu-prof-name=redis-${id}.cpuprofile`,

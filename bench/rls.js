@@ -109,7 +109,7 @@ async function startServer(kind, configDir, redisUrl) {
 }
 
 function client(port) {
-  const def = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto'], { keepCase: true, longs: Number, enums: String, defaults: false, arrays: true, oneofs: true, includeDirs: [join(ROOT, 'proto')] });
+  const def = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto'], { keepCase: true, longs: Number, enums: String, defaults: false, arrays: true, oneofs: true, includeDirs: [join(ROOT, 'packages', 'cli', 'proto')] });
   const pkg = grpc.loadPackageDefinition(def);
   return new pkg.envoy.service.ratelimit.v3.RateLimitService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
 }

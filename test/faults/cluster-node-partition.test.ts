@@ -17,9 +17,9 @@
  *   (`breaker-open`) instead of each waiting out the deadline; the shedding
  *   limit is decided locally (never by nothing), the abuse limit locally for
  *   its grace and then fails closed (503), not before;
- * - after the heal, its keys are decided by the store again within
- *   RECOVERY_BOUND_MS (see there: TCP's retransmission backoff, not the
- *   breaker, sets it);
+ * - its silence is noticed within DEAD_NODE_BOUND_MS and only that
+ *   master's connection replaced; after the heal, its keys are decided by
+ *   the store again within RECOVERY_BOUND_MS;
  * - every check resolves within deadline + MARGIN_MS plus its process's
  *   stalls; no unhandled rejection; no principal admitted beyond N by the
  *   store or N by the local limiter in a window.
@@ -46,14 +46,21 @@ const PARTITION_MS = 6000;
 const HEALTHY_SHARE = 0.95;
 const BREAKER_OPEN_BOUND_MS = 3000;
 /**
- * The cluster client keeps its connection to the partitioned master, and no
- * one replaces it (the dead-connection watch is per store, and a Cluster's
- * other masters keep answering): what was sent during the partition waits
- * for TCP's next retransmission, whose timer doubles from 200 ms with every
- * loss, so it comes at most about the partition's length after the heal
- * (measured: 0.15 to 6.2 s after a 6 s partition). 8 s stated.
+ * The partitioned master's calls fall silent while the others answer: the
+ * circuit watches each master's silence (calls that touch it alone) and,
+ * after `deadConnectionMs` (2 s), has the store replace that master's
+ * connection, again every 2 s while the partition lasts (each new connect
+ * is abandoned in turn). After the heal the next probe's connection gets
+ * through at once. Without it the client kept its connection, and what it
+ * had sent waited for TCP's next retransmission, backed off to seconds:
+ * 0.15 to 6.2 s after a 6 s partition. The bound: the breaker's probe
+ * cool-down, the connect abandoned every 2 s behind the partition (the
+ * next one goes through), and the 500 ms buckets the test counts in;
+ * measured 2.0 to 2.4 s at load average 7 to 12, 4 s stated.
  */
-const RECOVERY_BOUND_MS = 8000;
+const RECOVERY_BOUND_MS = 4000;
+/** The master's silence is reported this long after the partition starts at most: `deadConnectionMs` (2 s) plus the next call's arrival. */
+const DEAD_NODE_BOUND_MS = 3500;
 
 let ns: Netns | undefined;
 let cluster: NetnsCluster | undefined;
@@ -152,6 +159,14 @@ describe.skipIf(!RUN)('one Cluster master partitioned from the clients (nft in a
     expect(cutAbuseAfter.failClosed, `the abuse limit on the partitioned master never failed closed: ${JSON.stringify(cutAbuseAfter)}\n${v}`).toBeGreaterThan(0);
     expect(cutAbuseAfter.store, v).toBe(0);
     expect(share(buckets, (b) => !onCut(b) && b.l === 'abuse', faultAt, healAt).failClosed, 'an abuse key on a reachable master failed closed').toBe(0);
+
+    // The partitioned master's silence is noticed and its connection replaced; no other master's.
+    const dead = report.events.filter((e) => e.type === 'dead-connection' && e.t >= faultAt && e.t <= healAt);
+    const deadNodes = dead.map((e) => (e.detail as { node?: string }).node);
+    expect(deadNodes.filter((n) => n !== cutNode), `a reachable master was taken for silent\n${v}`).toEqual([]);
+    expect(dead.length, `the partitioned master's silence was never noticed\n${v}`).toBeGreaterThan(0);
+    expect((dead[0] as { t: number }).t - faultAt, v).toBeLessThan(DEAD_NODE_BOUND_MS);
+    expect((dead[0] as { detail: { reconnected: boolean } }).detail.reconnected, `its connection was not replaced\n${v}`).toBe(true);
 
     // After the heal: back on the store within the bound, and staying there.
     // The end of the first bucket after the heal in which the store decided 90% of those keys' checks.

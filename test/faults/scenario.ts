@@ -191,8 +191,18 @@ export function view(report: WorkerReport, marks: Marks, origin = marks.healAt):
  * MB. 4 MB stated.
  */
 export const HEAP_GROWTH_MB = 4;
-/** Timers after recovery against before: one deadline per check in flight either way, so equal up to a few in flight. */
+/** Timers beyond the checks in flight: the process's own (the worker's ticker and sampler, the client's). */
 export const TIMER_SLACK = 5;
+/**
+ * Most timers after recovery: one deadline timer per check in flight at the
+ * most (the calls made in one pass of the event loop share one, so how many
+ * there are depends on how the lanes fall into passes, which a fault
+ * reshuffles: 3 before and 52 after were both seen), plus the process's own.
+ * A leak of one timer per check would be thousands.
+ */
+export function timerBound(before: number, lanes: number): number {
+  return Math.max(before, lanes) + TIMER_SLACK;
+}
 /** Steady phase (precondition): the store decides at least this share (on this shared host up to 6% of a second's checks have missed the 20 ms deadline). */
 export const STEADY_SHARE = 0.9;
 /** Of the checks in the 2 s after the store is back: 0 on a quiet host; a stalled process on a shared one costs a few hundred. */
@@ -211,7 +221,7 @@ export function assertCommon(f: Figures, report: WorkerReport, marks: Marks, v: 
   expect(f.heapAfterMb - f.heapBeforeMb, `heap ${f.heapBeforeMb.toFixed(1)} -> ${f.heapAfterMb.toFixed(1)} MB`).toBeLessThan(HEAP_GROWTH_MB);
   expect(f.sockets[1], `sockets ${f.sockets.join(' -> ')}`).toBeLessThanOrEqual(f.sockets[0]);
   expect(marks.after.sockets, `sockets at the samples ${marks.before.sockets} -> ${marks.after.sockets}`).toBeLessThanOrEqual(marks.before.sockets);
-  expect(f.timers[1], `timers ${f.timers.join(' -> ')}`).toBeLessThanOrEqual(f.timers[0] + TIMER_SLACK);
+  expect(f.timers[1], `timers ${f.timers.join(' -> ')}`).toBeLessThanOrEqual(timerBound(f.timers[0], LANES));
   // No key beyond its bound plus the documented fallback allowance (k = 1 process: a `closed` limit's local limiter admits N).
   expect(f.maxStore, 'the store admitted a principal beyond N in a window').toBeLessThanOrEqual(LIMIT);
   expect(f.maxLocal, 'the local limiter admitted a principal beyond N in a window').toBeLessThanOrEqual(LIMIT);

@@ -82,6 +82,9 @@ export {
   type FixedWindowState,
   type SlidingLogState,
   type SlidingWindowState,
+  type AnySlidingWindowState,
+  type SubWindowState,
+  MAX_PRECISION,
   type TokenBucketState,
   type LeakyBucketState,
   type GcraState,
@@ -115,4 +118,5 @@ export {
   type PlanErrorEvent,
   type DeadConnectionEvent,
 } from './core/events.js';
+export { SHADOW_BYTES_PER_COUNTER, type ShadowKeyCount, type ShadowReport, type ShadowReportOptions } from './core/shadow-report.js';
 export { AccessList, type AccessEntry, type AccessPredicate, type LimiterLists } from './core/access-list.js';

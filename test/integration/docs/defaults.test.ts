@@ -25,6 +25,7 @@ import { DEFAULTS as CLIENT_DEFAULTS } from '../../../packages/ratecontract/src/
 import { validateConfig } from '../../../packages/ratecontract/src/config/index.js';
 import { DROP_IN_PURPOSE, parseRlsConfig } from '../../../packages/cli/src/rls/config.js';
 import { replayCommand } from '../../../packages/cli/src/cli/replay-command.js';
+import { suggestCommand } from '../../../packages/cli/src/cli/suggest-command.js';
 import { rlsCommand } from '../../../packages/cli/src/cli/rls.js';
 import { serveCommand } from '../../../packages/cli/src/cli/serve.js';
 import { simulateCommand } from '../../../packages/cli/src/cli/simulate-command.js';
@@ -169,6 +170,10 @@ const LIMIT_ROWS: Record<string, Expectation> = {
     expect(leading(cell)).toBe('limit');
     expect(compiled({ limit: 7 }).params.burst).toBe(7);
   },
+  precision: (cell) => {
+    expect(leading(cell)).toBe('1');
+    expect(compiled({ algorithm: 'sliding-window' }).params.precision ?? 1).toBe(1);
+  },
   mode: (cell) => {
     expect(unquote(leading(cell))).toBe('meter');
     expect(compiled({ algorithm: 'leaky-bucket' }).params.queue).toBe(false);
@@ -231,6 +236,7 @@ function fromDefaults(defaults: object, overrides: Record<string, Expectation>):
 const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Expectation)> = {
   'docs/cli.md > simulate #1': cliFlags(simulateCommand),
   'docs/cli.md > replay #1': cliFlags(replayCommand),
+  'docs/cli.md > suggest #1': cliFlags(suggestCommand),
   'docs/rls.md > `ratecontract rls`: an Envoy global rate limit service #1': cliFlags(rlsCommand),
   'docs/serve.md > Flags #1': cliFlags(serveCommand),
 
@@ -370,6 +376,7 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
     replicas: num(LIMITER_DEFAULTS.replicas),
     heartbeatMs: num(LIMITER_DEFAULTS.heartbeatMs),
     failClosedRetryAfterMs: num(LIMITER_DEFAULTS.failClosedRetryAfterMs),
+    shadowReport: lit({}),
   },
   'docs/redis.md > Options #1': {
     client: required(() => expect(() => redisStore({} as never)).toThrow(/client/)),

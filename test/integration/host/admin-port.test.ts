@@ -168,6 +168,11 @@ describe.each(SUBJECTS)('ratecontract $command on the shared host', (subject) =>
       expect([stats.status, stats.type, stats.cache]).toEqual([200, 'application/json', 'no-store']);
       expect((JSON.parse(stats.text) as { limits: unknown[] }).limits).toHaveLength(1);
 
+      // No limit is in shadow here: an empty report, in the same shape.
+      const shadow = await ask(`${s.adminUrl}/shadow.json`);
+      expect([shadow.status, shadow.type, shadow.cache]).toEqual([200, 'application/json', 'no-store']);
+      expect((JSON.parse(shadow.text) as { limits: unknown[] }).limits).toEqual([]);
+
       const health = await ask(`${s.adminUrl}/healthz`);
       expect([health.status, health.type, JSON.parse(health.text)]).toEqual([200, 'application/json', { status: 'ok' }]);
       const ready = await ask(`${s.adminUrl}/readyz`);

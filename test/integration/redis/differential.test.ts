@@ -4,7 +4,8 @@
  * identical decisions, identical retryAfterMs (Infinity included) and
  * identical stored state; then the same at quota magnitudes (limits up to
  * 10^12, windows up to 366 days, beyond 2^49), in client time and in server
- * time. Time-budgeted: RC_PROPERTY_BUDGET_MS for each of the first two
+ * time. The sliding window runs at precision 1 (two counters), 3 and 10
+ * (sub-windows; the window rounded down to a multiple of the precision). Time-budgeted: RC_PROPERTY_BUDGET_MS for each of the first two
  * groups (default 12 s, 30 s with RC_TEST_TIER=full: npm run test:full), split across the algorithms,
  * and half that for the server-time group.
  */
@@ -22,9 +23,11 @@ import { FULL_BUDGETS } from '../../helpers/tier.js';
 import type { Redis } from 'ioredis';
 
 const BUDGET_MS = Number(process.env.RC_PROPERTY_BUDGET_MS ?? (FULL_BUDGETS ? 30_000 : 12_000));
-const VARIANTS: ReadonlyArray<{ algorithm: AlgorithmName; queue?: boolean }> = [
+const VARIANTS: ReadonlyArray<{ algorithm: AlgorithmName; queue?: boolean; precision?: number }> = [
   { algorithm: 'fixed-window' },
   { algorithm: 'sliding-window' },
+  { algorithm: 'sliding-window', precision: 3 },
+  { algorithm: 'sliding-window', precision: 10 },
   { algorithm: 'sliding-log' },
   { algorithm: 'token-bucket' },
   { algorithm: 'leaky-bucket' },
@@ -84,9 +87,10 @@ function compiled(v: (typeof VARIANTS)[number], cfg: Config): CompiledLimit {
       purpose: 'shedding',
       algorithm: v.algorithm,
       limit: cfg.limit,
-      window: cfg.window,
+      window: v.precision === undefined ? cfg.window : Math.max(v.precision, cfg.window - (cfg.window % v.precision)),
       ...(cfg.burst === undefined ? {} : { burst: cfg.burst }),
       ...(v.queue === true ? { mode: 'queue' as const } : {}),
+      ...(v.precision === undefined ? {} : { precision: v.precision }),
     },
     'limits[0]',
     new Set(),
@@ -269,7 +273,7 @@ for (const group of GROUPS) {
     for (const v of VARIANTS) {
       const algo = algorithms[v.algorithm];
       it(
-        `${v.algorithm}${v.queue === true ? ' (queue)' : ''}`,
+        `${v.algorithm}${v.queue === true ? ' (queue)' : ''}${v.precision === undefined ? '' : ` (precision ${v.precision})`}`,
         async () => {
           const client = ioredis().client as Redis;
           let runs = 0;

@@ -42,7 +42,8 @@ describe.each<Flavour>(['ioredis', 'node-redis'])('a give-back on Redis, server 
   it("a success settled after the window rolled over leaves the new window's count alone", async () => {
     const W = 1000;
     const limiter = createLimiter({
-      defaultStore: redisStore({ client: c.client, prefix: `rw:${flavour}:${Date.now()}:` }),
+      // Not a test of the deadline: a loaded host must not send a check to its fail mode.
+      defaultStore: redisStore({ client: c.client, prefix: `rw:${flavour}:${Date.now()}:`, deadlineMs: 2000 }),
       limits: [{ name: 'login', purpose: 'abuse', algorithm: 'fixed-window', limit: 3, window: W, key: 'principal', count: 'failures', onError: 'closed' }],
     });
     // Start early in a window, so the first check is surely counted in it.
@@ -67,7 +68,7 @@ describe.each<Flavour>(['ioredis', 'node-redis'])('a give-back on Redis, server 
   it('a chain rejected by a second store gives back what the first took, in its window', async () => {
     const W = 1000;
     const limiter = createLimiter({
-      defaultStore: redisStore({ client: c.client, prefix: `rw2:${flavour}:${Date.now()}:` }),
+      defaultStore: redisStore({ client: c.client, prefix: `rw2:${flavour}:${Date.now()}:`, deadlineMs: 2000 }),
       stores: { local: memoryStore() },
       limits: [
         { name: 'api', purpose: 'shedding', algorithm: 'fixed-window', limit: 5, window: W, key: 'principal' },

@@ -177,3 +177,60 @@ describe('state format 2: the TypeScript codec and the Lua twins pack the same b
     await expect(store.evaluate([{ spec: limit, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow(/stored fixed-window state has 15 bytes/);
   });
 });
+
+describe('state format 2 for a sliding window of precision k: its own key, its own size', () => {
+  const SUB = `${HARNESS.slice(0, HARNESS.indexOf('local NAMES'))}
+local a = algo(ARGV[1])
+if ARGV[2] == 'decode' then
+  local s = a.decode(ARGV[3])
+  local out = { a.encode(s), fmt(s.w) }
+  for i = 1, #s.n do out[#out + 1] = fmt(s.n[i]) end
+  return out
+end
+local s = { w = tonumber(ARGV[3]), n = {} }
+for i = 4, #ARGV do s.n[#s.n + 1] = tonumber(ARGV[i]) end
+return a.encode(s)`;
+
+  it('TS encode -> Lua decode -> Lua encode, and back, give the same numbers and bytes (property, precisions 2 to 60)', async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 60 }).chain((k) => fc.record({ k: fc.constant(k), w: anyInt, n: fc.array(anyInt, { minLength: k + 1, maxLength: k + 1 }) })),
+        async ({ k, w, n }) => {
+          runs++;
+          const state = { w, n };
+          const bytes = Buffer.from(encodeState('sliding-window', state));
+          expect(bytes.length).toBe((k + 2) * 8);
+          expect(decodeState('sliding-window', bytes)).toEqual(state);
+          const [again, ...fields] = (await io().callBuffer('EVAL', SUB, 0, `sliding-window/${k}`, 'decode', bytes)) as Buffer[];
+          expect(fields.map((f) => f.toString('utf8'))).toEqual([w, ...n].map(String));
+          expect(again?.equals(bytes)).toBe(true);
+          const packed = (await io().callBuffer('EVAL', SUB, 0, `sliding-window/${k}`, 'encode', String(w), ...n.map(String))) as Buffer;
+          expect(packed.equals(bytes)).toBe(true);
+        },
+      ),
+      fcBudget({ runs: 100, ms: 1500 }),
+    );
+    expect(runs).toBeGreaterThan(20);
+  });
+
+  it('a precision-4 limit keeps its states under a key of its own, and a two-counter twin (what a release without precision runs) refuses such a value instead of misreading it', async () => {
+    const def = { name: 'sf', purpose: 'abuse' as const, algorithm: 'sliding-window' as const, limit: 3, window: 60_000 };
+    const four = compileLimit({ ...def, precision: 4 }, 'limits[0]', new Set());
+    const one = compileLimit(def, 'limits[0]', new Set());
+    const store = redisStore({ client: io(), prefix: `sf:${randomBytes(4).toString('hex')}:`, timeMode: 'client', ttlGraceMs: 60_000, batch: false });
+    expect(store.keyFor(four.id, 'k')).not.toBe(store.keyFor(one.id, 'k'));
+    expect(store.keyFor(four.id, 'k')).toContain(':sliding-window/4:v2:');
+    const now = 1_700_000_000_000;
+    await store.evaluate([{ spec: four, key: 'k', cost: 1, leaseId: undefined }], now);
+    const raw = await io().getBuffer(store.keyFor(four.id, 'k'));
+    expect(raw?.length).toBe(48);
+    // Precision 1 never reads that key; were it handed the value, it refuses it.
+    expect(await io().getBuffer(store.keyFor(one.id, 'k'))).toBeNull();
+    await io().set(store.keyFor(one.id, 'k'), raw as Buffer, 'PX', 60_000);
+    await expect(store.evaluate([{ spec: one, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow(/stored sliding-window state has 48 bytes/);
+    // And the other way: a precision-4 twin refuses a two-counter value.
+    await io().set(store.keyFor(four.id, 'k'), Buffer.from(encodeState('sliding-window', { w: 0, c: 1, p: 0 })), 'PX', 60_000);
+    await expect(store.evaluate([{ spec: four, key: 'k', cost: 1, leaseId: undefined }], now)).rejects.toThrow(/stored sliding-window\/4 state has 24 bytes/);
+  });
+});

@@ -7,6 +7,8 @@ export interface AdminSources {
   readonly contract: () => unknown;
   readonly stats: () => unknown;
   readonly metrics: () => Promise<string>;
+  /** `/shadow.json` (default: no shadowed limit). */
+  readonly shadow?: () => unknown;
 }
 
 export interface AdminTestServer {
@@ -17,7 +19,7 @@ export interface AdminTestServer {
 /**
  * The servers' admin handler (`packages/cli/src/host/admin-server.ts`) over
  * the test's sources, on 127.0.0.1 and a free port: `/`, `/stats.json`,
- * `/contract`, `/metrics`, always ready.
+ * `/contract`, `/metrics`, `/shadow.json`, always ready.
  */
 export async function startAdminServer(sources: AdminSources): Promise<AdminTestServer> {
   const server: Server = createServer(
@@ -25,6 +27,7 @@ export async function startAdminServer(sources: AdminSources): Promise<AdminTest
       registry: { contentType: 'text/plain; version=0.0.4; charset=utf-8', metrics: sources.metrics },
       contract: sources.contract,
       stats: sources.stats,
+      shadow: sources.shadow,
       readiness: () => ({ ready: true, draining: false, inFlight: 0, stores: {} }),
     }),
   );

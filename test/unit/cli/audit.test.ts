@@ -100,6 +100,16 @@ describe('the contract table: words and numbers', () => {
     expect(r.maxPerWindow).toBe(200);
   });
 
+  it('a sliding window of precision 4: "at most 100 in any 45 s interval", 2N - 1 in any W, and 24 more bytes per key', () => {
+    const r = rowOf('limits:\n  - { name: a, purpose: shedding, algorithm: sliding-window, limit: 100, window: 1m, precision: 4, key: ip, keySlots: 1000 }\n');
+    expect(r.bound).toBe('at most 100 in any 45 s interval, under 2N = 200 in any 60 s interval (precision 4: 4 sub-windows of 15s, only the oldest estimated)');
+    expect(r.maxPerWindow).toBe(199);
+    expect(r.keyspace?.bytesPerKey).toBe(256 + 24);
+    const one = rowOf('limits:\n  - { name: a, purpose: shedding, algorithm: sliding-window, limit: 100, window: 1m, key: ip, keySlots: 1000 }\n');
+    expect(one.bound).toBe('100 per aligned 1m window, under 2N = 200 in any 60 s interval (two-counter estimate)');
+    expect(one.keyspace?.bytesPerKey).toBe(256);
+  });
+
   it('closed: "k x N = 40 attempts per 15 min while the store is down, then 503 after 30 s"', () => {
     const r = rowOf('stores:\n  s: { type: redis, url: redis://10.1.2.3:6380/2 }\nreplicas: 4\nlimits:\n  - { name: a, purpose: abuse, limit: 10, window: 15m, key: ip, store: s }\n');
     expect(r.failMode).toBe('closed: k x N = 40 attempts per 15m while the store is down (k = 4), then 503 after 30 s');

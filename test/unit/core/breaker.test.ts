@@ -305,6 +305,35 @@ describe('a silently dead connection is replaced', () => {
     expect(store.reconnects).toBe(3);
   });
 
+  it('with failure domains, one silent domain among answering ones: reconnect(node) for it alone, an event naming it', async () => {
+    const clock = new ManualClock(T0);
+    // Two domains by the key's first letter: keys a* live on A, which hangs; b* on B, which answers.
+    class Domains extends Switch {
+      readonly nodesReconnected: Array<string | undefined> = [];
+      readonly domains = (ops: readonly StoreOp[]): readonly string[] => [...new Set(ops.map((o) => (o.key.startsWith('a') ? 'A' : 'B')))];
+      override reconnect = (node?: string): boolean => {
+        this.nodesReconnected.push(node);
+        return true;
+      };
+      override evaluate(ops: readonly StoreOp[], now: number): Promise<readonly StoreOpResult[]> {
+        this.mode = ops.some((o) => o.key.startsWith('a')) ? 'hang' : 'ok';
+        return super.evaluate(ops, now);
+      }
+    }
+    const store = new Domains();
+    store.deadConnectionMs = 1000;
+    const events = listen<{ node: string | undefined; reconnected: boolean }>(CHANNELS.deadConnection);
+    const limiter = createLimiter({ clock, defaultStore: store, limits: LIMITS });
+    for (let t = 0; t < 1100; t += 50) {
+      clock.advance(50);
+      // B answers all along: the store as a whole is never silent.
+      expect((await limiter.check({ principal: `b${t}` })).results[0]?.source).toBe('store');
+      await limiter.check({ principal: `a${t}` });
+    }
+    expect(store.nodesReconnected).toEqual(['A']);
+    expect(events).toMatchObject([{ node: 'A', reconnected: true }]);
+  });
+
   it('a slow store whose late replies keep coming is not silent', async () => {
     const clock = new ManualClock(T0);
     const store = new Switch();

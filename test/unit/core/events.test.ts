@@ -108,6 +108,12 @@ describe('event payloads', () => {
     await createLimiter({ limits: [{ name: 'p', purpose: 'shedding', limit: 5, window: '1m', key: 'ip', plan: () => thrower(), plans: { free: {} } }] }).check({ ip: 'a' });
     await planned.reset('tenant', { ip: 'a' }, { by: 'ops' });
     await planned.reset('tenant', { ip: 'a' });
+    // shadow: a shadowed limit's period moves on by a bucket (10 min of the default hour)
+    const shadowed = createLimiter({ clock, limits: [{ name: 'trial', purpose: 'shedding', limit: 1, window: '1m', key: 'ip', shadow: true }] });
+    await shadowed.check({ ip: 'a' });
+    await shadowed.check({ ip: 'a' });
+    clock.advance(600_000);
+    await shadowed.check({ ip: 'a' });
     // heartbeat failure
     await new Promise((r) => setTimeout(r, 30));
     await limiter.close();

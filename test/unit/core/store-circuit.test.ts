@@ -51,7 +51,10 @@ afterEach(() => {
  * 20 ms within a few turns and no more timer time. No wall-clock duration
  * is measured, so a loaded machine cannot stretch or shrink the verdict.
  */
-function fakeDeadlineTimers(): void {
+async function fakeDeadlineTimers(): Promise<void> {
+  // Deadlines set in one pass of the event loop share one timer (withDeadline): let the pass end first, so that
+  // the next deadline starts a timer of its own, a fake one.
+  await turns(1);
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
 }
 
@@ -89,7 +92,7 @@ describe('store deadline and circuit breaker', () => {
     const transitions = listen(CHANNELS.breaker);
     expect((await limiter.check({})).outcome).toBe('allowed');
 
-    fakeDeadlineTimers();
+    await fakeDeadlineTimers();
     store.mode = 'hang';
     for (let i = 0; i < 3; i++) {
       // The store never answers: the check waits exactly its 20 ms deadline, then answers from the local fallback.
@@ -146,7 +149,7 @@ describe('store deadline and circuit breaker', () => {
     const d = await limiter.check({});
     expect(d.results[0]?.source).toBe('store');
     store.mode = 'hang';
-    fakeDeadlineTimers();
+    await fakeDeadlineTimers();
     await settlesAtDeadline(d.release(), 20);
     // It was the deadline that ended it (the lease is left to expire).
     expect(errors).toHaveLength(1);

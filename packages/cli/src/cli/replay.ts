@@ -29,6 +29,8 @@ export interface ContractRunOptions {
   readonly tenantHeader?: string | undefined;
   /** How many unrouted lines keep their number, method and path. */
   readonly keepUnrouted: number;
+  /** Called for every limit that decided a record (it had a key): the limit's name, its bounded key, whether it admitted, and the record's time (`suggest`). */
+  readonly observe?: ((limit: string, key: string, allowed: boolean, time: number) => void) | undefined;
 }
 
 /** One limit's tally. */
@@ -106,12 +108,14 @@ export class ContractRun {
   readonly #query: boolean;
   readonly #leases: boolean;
   readonly #keepUnrouted: number;
+  readonly #observe: ContractRunOptions['observe'];
 
   private constructor(config: RateContractConfig, runtime: ContractRuntime, clock: ManualClock, options: ContractRunOptions) {
     this.config = config;
     this.#runtime = runtime;
     this.#clock = clock;
     this.#keepUnrouted = options.keepUnrouted;
+    this.#observe = options.observe;
     // The logged address is the client's (a proxy in front logs what it saw, or what its real-ip module resolved): only the grouping applies.
     this.#ip = resolveIpOptions({ ipv4Prefix: config.http.ipv4Prefix, ipv6Prefix: config.http.ipv6Prefix });
     const id = config.http.identify;
@@ -212,6 +216,7 @@ export class ContractRun {
         continue;
       }
       tally.checked++;
+      if (this.#observe !== undefined) this.#observe(res.name, boundKey(key), res.allowed, r.time);
       if (res.allowed) continue;
       tally.wouldReject++;
       tally.firstTrip ??= { time: r.time, line: r.line };

@@ -7,9 +7,10 @@ import { replayCommand } from './replay-command.js';
 import { rlsCommand } from './rls.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate-command.js';
+import { suggestCommand } from './suggest-command.js';
 
 /** Every command, in the order `ratecontract help` lists them. */
-const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, simulateCommand, replayCommand, checkCommand, auditCommand];
+const COMMANDS: readonly Command[] = [serveCommand, rlsCommand, simulateCommand, replayCommand, suggestCommand, checkCommand, auditCommand];
 
 const VERSION_FLAGS = ['--version', '-V'];
 

@@ -89,6 +89,8 @@ export function bytesPerKey(l: CompiledLimit): number {
   const { base, perLogEntry, perLease } = REDIS_BYTES_PER_KEY;
   if (l.algorithm === 'sliding-log') return base + perLogEntry * Math.min(l.params.limit, l.params.windowMs);
   if (l.algorithm === 'concurrency') return base + perLease * l.params.limit;
+  // A sliding window of precision k holds k - 1 more doubles than the two counters (docs/algorithms.md: 282 bytes measured at k = 10).
+  if (l.algorithm === 'sliding-window') return base + 8 * ((l.params.precision ?? 1) - 1);
   return base;
 }
 
@@ -140,8 +142,13 @@ function boundWords(l: CompiledLimit): string {
       return `${n} per aligned ${per} window; up to 2N = ${2 * n} in a ${seconds} interval that straddles a boundary`;
     case 'sliding-log':
       return `at most ${n} in any ${seconds} interval`;
-    case 'sliding-window':
-      return `${n} per aligned ${per} window, under 2N = ${2 * n} in any ${seconds} interval (two-counter estimate)`;
+    case 'sliding-window': {
+      const k = l.params.precision ?? 1;
+      if (k === 1) return `${n} per aligned ${per} window, under 2N = ${2 * n} in any ${seconds} interval (two-counter estimate)`;
+      // Any k consecutive sub-windows admit at most N: an interval of W - W/k + 1 ms touches at most k of them.
+      const exact = `${num((w - w / k + 1) / 1000)} s`;
+      return `at most ${n} in any ${exact} interval, under 2N = ${2 * n} in any ${seconds} interval (precision ${k}: ${k} sub-windows of ${formatDuration(w / k)}, only the oldest estimated)`;
+    }
     case 'concurrency':
       return `at most ${n} in flight (leases expire after ${per})`;
     default:

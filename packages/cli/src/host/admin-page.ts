@@ -6,8 +6,12 @@
  * and bound, status, fail mode, store, shadow and reason, with every other
  * field of a row under "more"; the findings as a list) and polls `/stats.json` (a `StatsSnapshot`) every second, drawing
  * per limit a small SVG chart of the admitted, rejected, shadow-rejected and
- * fallback rates, and the store health table. An answer of another shape is
- * shown as an error, never as an empty contract.
+ * fallback rates, and the store health table; and polls `/shadow.json` (a
+ * `ShadowSnapshot`), drawing a section per shadowed limit: time in shadow,
+ * the would-reject rate, the top-10 share and the top keys it would have
+ * rejected (principals by name, other keys by keyed hash), hidden while no
+ * limit is in shadow. An answer of another shape is shown as an error,
+ * never as an empty contract.
  *
  * The document holds no data: everything it shows arrives as JSON and is
  * put in the page with `textContent` and `setAttribute` only, never parsed
@@ -56,6 +60,10 @@ td.more dt { color: var(--muted); } td.more dd { margin: 0; white-space: normal;
 #findings { margin: 0; padding-left: 20px; font-size: 12px; }
 #findings .severity-error { color: var(--rejected); font-weight: 600; }
 #findings .severity-warn { color: var(--shadow); }
+.shadow-limit { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; margin-bottom: 12px; }
+.shadow-limit h3 { margin: 0 0 4px; font-family: ui-monospace, monospace; }
+.shadow-limit table { margin-top: 6px; }
+.shadow-limit td.key { font-family: ui-monospace, monospace; }
 `;
 
 // Plain ES2017 in the browser; no template literals inside, so this TypeScript string needs no escaping.
@@ -249,6 +257,64 @@ const SCRIPT = `
     document.getElementById("replicas").textContent = snapshot.replicas === null ? "" : "replicas k = " + snapshot.replicas;
   }
 
+  function duration(ms) {
+    var s = Math.floor(ms / 1000);
+    if (s < 120) return s + " s";
+    var m = Math.floor(s / 60);
+    if (m < 120) return m + " min";
+    var h = Math.floor(m / 60);
+    return h < 48 ? h + " h " + (m % 60) + " min" : Math.floor(h / 24) + " d " + (h % 24) + " h";
+  }
+
+  function percent(x) {
+    return (x * 100).toFixed(x < 0.1 ? 2 : 1) + "%";
+  }
+
+  // /shadow.json: { now, limits: [ShadowEntry] } (docs/metrics.md, Shadow report). One section per shadowed limit.
+  function renderShadow(snapshot) {
+    var section = document.getElementById("shadow");
+    var list = document.getElementById("shadow-limits");
+    var limits = snapshot && Array.isArray(snapshot.limits) ? snapshot.limits : null;
+    if (limits === null) throw new Error("/shadow.json: not a shadow snapshot");
+    section.hidden = limits.length === 0;
+    list.replaceChildren();
+    limits.forEach(function (r) {
+      var box = el("div", "shadow-limit");
+      box.setAttribute("data-limit", String(r.limitName));
+      box.setAttribute("data-limiter", String(r.limiter));
+      var h = el("h3", "", String(r.limitName) + " ");
+      h.appendChild(el("small", "", String(r.limiter) + " \u00b7 key " + String(r.keySpec)));
+      box.appendChild(h);
+      var meta = el("div", "meta", "in shadow " + duration(r.inShadowMs) + " \u00b7 would reject " + percent(r.wouldRejectRate) + " of " + r.checks +
+        " checks (" + r.wouldReject + ") in the last " + duration(r.periodMs) + " \u00b7 top 10 keys: " + percent(r.top10Share) + " of would-be rejections");
+      meta.setAttribute("data-rate", String(r.wouldRejectRate));
+      meta.setAttribute("data-top10", String(r.top10Share));
+      box.appendChild(meta);
+      var table = el("table");
+      var head = el("tr");
+      ["key", "kind", "would reject", "at least"].forEach(function (t) { head.appendChild(el("th", "", t)); });
+      var thead = el("thead");
+      thead.appendChild(head);
+      table.appendChild(thead);
+      var body = el("tbody");
+      if (!Array.isArray(r.top) || r.top.length === 0) emptyRow(body, "empty", "nothing it would have rejected");
+      else r.top.forEach(function (k) {
+        var tr = el("tr");
+        tr.setAttribute("data-key", String(k.key));
+        tr.appendChild(el("td", "key", String(k.key)));
+        tr.appendChild(el("td", "", String(k.kind)));
+        tr.appendChild(el("td", "num", String(k.wouldReject)));
+        tr.appendChild(el("td", "num", String(k.atLeast)));
+        body.appendChild(tr);
+      });
+      table.appendChild(body);
+      box.appendChild(table);
+      var sketch = r.sketch || {};
+      box.appendChild(el("div", "meta", "sketch: " + sketch.counters + " of at most " + sketch.maxCounters + " counters (at most " + Math.round(sketch.maxBytes / 1024) + " KiB)"));
+      list.appendChild(box);
+    });
+  }
+
   function getJson(path) {
     return fetch(path, { cache: "no-store", headers: { accept: "application/json" } }).catch(function () {
       throw new Error("cannot reach the service");
@@ -265,7 +331,7 @@ const SCRIPT = `
       renderLimits(snapshot);
       renderStores(snapshot);
       document.body.setAttribute("data-updated", String(snapshot.now));
-    })];
+    }), getJson("shadow.json").then(renderShadow)];
     // The contract changes only on a reload: fetched at start, then every 10 s.
     if (now - contractShown > 10000) work.push(getJson("contract").then(function (doc) { renderContract(doc); contractShown = now; }));
     Promise.all(work).then(function () {
@@ -294,6 +360,10 @@ const PAGE = `<!doctype html>
 <h2>Limits <small id="window">per second</small></h2>
 <div class="legend"><span><i class="s-admitted"></i>admitted</span><span><i class="s-rejected"></i>rejected</span><span><i class="s-shadowRejected"></i>shadow-rejected</span><span><i class="s-fallback"></i>fallback (fail mode)</span></div>
 <div id="limits" class="grid"></div>
+</section>
+<section id="shadow" hidden>
+<h2>Shadow <small>who the limits in shadow would have rejected</small></h2>
+<div id="shadow-limits"></div>
 </section>
 <section>
 <h2>Stores</h2>

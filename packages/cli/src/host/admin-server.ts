@@ -22,6 +22,8 @@ export interface AdminSources {
   readonly stats: () => unknown;
   /** `/readyz`. */
   readonly readiness: () => Readiness;
+  /** `/shadow.json`: the shadow report of every shadowed limit in force (a `ShadowSnapshot`); `{ limits: [] }` when absent. */
+  readonly shadow?: (() => unknown) | undefined;
   /** More JSON paths of a front end (rls: `/rlconfig`). */
   readonly routes?: Readonly<Record<string, () => unknown>> | undefined;
 }
@@ -31,7 +33,7 @@ export const ADMIN_METHODS = ['GET', 'HEAD'] as const;
 
 /**
  * The admin port of every server: `/` (the live page), `/metrics`,
- * `/contract`, `/stats.json`, `/healthz`, `/readyz`, and the front end's
+ * `/contract`, `/stats.json`, `/shadow.json`, `/healthz`, `/readyz`, and the front end's
  * own `routes`. `GET` and `HEAD` only (405 with `Allow: GET, HEAD`
  * otherwise), 404 for any other path, both as problem+json; every answer is
  * `Cache-Control: no-store`.
@@ -63,6 +65,9 @@ export function adminHandler(sources: AdminSources): (req: IncomingMessage, res:
         return;
       case '/stats.json':
         sendJson(res, 200, sources.stats());
+        return;
+      case '/shadow.json':
+        sendJson(res, 200, sources.shadow === undefined ? { now: Date.now(), limits: [] } : sources.shadow());
         return;
       case '/healthz':
         sendJson(res, 200, { status: 'ok' });

@@ -5,6 +5,7 @@ import { watchConfig, type ConfigWatcher } from './config-watcher.js';
 import { closeServer, errorText, listen, origin } from './http.js';
 import { InFlight } from './in-flight.js';
 import { LiveStats } from './live-stats.js';
+import { shadowSnapshot } from './shadow.js';
 import { LogThrottle } from './log-throttle.js';
 import { createHostMetrics } from './metrics-registry.js';
 import { createReloader } from './reloader.js';
@@ -157,6 +158,7 @@ export async function startHost(options: HostOptions, build: (ctx: HostContext) 
           registry: metrics.registry,
           contract: () => front.contract(),
           stats: () => stats.snapshot(named()),
+          shadow: () => shadowSnapshot(named()),
           readiness: () => {
             const stores = front.stores();
             return { ready: !draining && [...stores.values()].every(Boolean), draining, inFlight: inFlight.count, stores: Object.fromEntries(stores) };

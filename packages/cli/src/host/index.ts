@@ -13,3 +13,4 @@ export { waitForStores, type StoreToWait } from './store-readiness.js';
 export { serverLogger } from './logger.js';
 export { authorityHost, closeServer, errorText, listen, methodNotAllowed, origin, redactUrl, sendJson, sendProblem, sendText } from './http.js';
 export { buildContractGeneration, keptStores, type ContractGeneration, type ContractGenerationOptions } from './contract-runtime.js';
+export { shadowSnapshot, type ShadowEntry, type ShadowSnapshot } from './shadow.js';

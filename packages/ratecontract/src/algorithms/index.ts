@@ -1,7 +1,8 @@
 export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult, Figures } from './types.js';
 export { fixedWindow, type FixedWindowState } from './fixed-window.js';
 export { slidingLog, type SlidingLogState } from './sliding-log.js';
-export { slidingWindow, slidingWindowEstimate, type SlidingWindowState } from './sliding-window.js';
+export { slidingWindow, slidingWindowEstimate, type AnySlidingWindowState, type SlidingWindowState } from './sliding-window.js';
+export { MAX_PRECISION, type SubWindowState } from './sub-windows.js';
 export { tokenBucket, type TokenBucketState } from './token-bucket.js';
 export { leakyBucket, type LeakyBucketState } from './leaky-bucket.js';
 export { gcra, type GcraState } from './gcra.js';

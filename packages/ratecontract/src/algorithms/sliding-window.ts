@@ -1,4 +1,5 @@
 import { EXACT_PRODUCT } from './scale.js';
+import { decideSubWindows, refundSubWindows, subWindowsBound, subWindowsExpireAt, type SubWindowState } from './sub-windows.js';
 import { ceilDiv, figures, mulDivFloor, resultOf, type Algorithm, type AlgorithmParams, type Figures } from './types.js';
 
 /** State of a two-counter sliding window: start of the current aligned window, its count, and the previous window's count. */
@@ -142,8 +143,23 @@ function decideQuota(s: SlidingWindowState | undefined, now: number, cost: numbe
  * are exact, so they agree wherever both apply; the split keeps the common
  * case free of divisions.
  */
-function decideInto(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
+function decideTwo(s: SlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: SlidingWindowState | undefined): SlidingWindowState | undefined {
   return p.limit * p.windowMs <= EXACT_PRODUCT ? decideExact(s, now, cost, p, out, into) : decideQuota(s, now, cost, p, out, into);
+}
+
+/** A sliding window's state: the two counters (precision 1), or the sub-window counts (precision k >= 2). */
+export type AnySlidingWindowState = SlidingWindowState | SubWindowState;
+
+/** `precision`, 1 when absent. */
+function precisionOf(p: AlgorithmParams): number {
+  return p.precision ?? 1;
+}
+
+/** Precision 1: the two-counter rule, unchanged; precision k >= 2: the sub-window rule (sub-windows.ts). */
+function decideInto(s: AnySlidingWindowState | undefined, now: number, cost: number, p: AlgorithmParams, out: Figures, into: AnySlidingWindowState | undefined): AnySlidingWindowState | undefined {
+  const k = precisionOf(p);
+  if (k <= 1) return decideTwo(s as SlidingWindowState | undefined, now, cost, p, out, into as SlidingWindowState | undefined);
+  return decideSubWindows(s as SubWindowState | undefined, now, cost, p, k, out, into as SubWindowState | undefined);
 }
 
 /**
@@ -163,8 +179,15 @@ function decideInto(s: SlidingWindowState | undefined, now: number, cost: number
  * when the previous window's traffic was uniform and errs either way when it
  * was not; docs/algorithms.md publishes the measured error. Pros: O(1)
  * memory, smooth, no 2N boundary burst in practice. Cons: approximate.
+ *
+ * With `precision: k` (k >= 2, `p.precision`) the window is counted in k
+ * aligned sub-windows of W / k ms (sub-windows.ts): only the oldest
+ * sub-window is estimated, the rest are counted exactly. At most N in any
+ * k consecutive sub-windows, so at most N in any interval of
+ * W - W/k + 1 ms, and at most 2N - 1 in any W (`bound`); k + 2 doubles of
+ * state. docs/algorithms.md publishes the measured error per precision.
  */
-export const slidingWindow: Algorithm<SlidingWindowState> = {
+export const slidingWindow: Algorithm<AnySlidingWindowState> = {
   name: 'sliding-window',
   usesBurst: false,
   decide(s, now, cost, p) {
@@ -172,15 +195,23 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
     return resultOf(out, decideInto(s, now, cost, p, out, undefined));
   },
   decideInto,
-  refund(s, now, cost, p) {
+  refund(state, now, cost, p) {
+    const k = precisionOf(p);
+    if (k > 1) return refundSubWindows(state as SubWindowState, now, cost, p, k);
+    const s = state as SlidingWindowState;
     const w = Math.floor(now / p.windowMs) * p.windowMs;
     if (s.w !== w) return s;
     return { w, c: Math.max(0, s.c - cost), p: s.p };
   },
-  expiresAt(s, p) {
+  expiresAt(state, p) {
+    const k = precisionOf(p);
+    if (k > 1) return subWindowsExpireAt(state as SubWindowState, p, k);
+    const s = state as SlidingWindowState;
     return s.c > 0 ? s.w + 2 * p.windowMs : s.w + p.windowMs;
   },
   bound(p, t) {
+    const k = precisionOf(p);
+    if (k > 1) return subWindowsBound(p, k, t);
     if (t <= 0) return 0;
     // N per aligned window; an interval of t ms touches at most 1 + ceil((t-1)/W)
     // of them, and across a boundary the previous window's weight keeps the

@@ -25,6 +25,12 @@ export interface AlgorithmParams {
   readonly burst: number;
   /** leaky-bucket only: queue mode (delay instead of admitting at once). */
   readonly queue: boolean;
+  /**
+   * sliding-window only: sub-windows per window (`precision`, docs/algorithms.md,
+   * "Sliding window precision"). Absent or 1: the two-counter estimate.
+   * `windowMs` is a multiple of it.
+   */
+  readonly precision?: number | undefined;
 }
 
 /** What an algorithm returns for one request. */

@@ -1,4 +1,5 @@
 import { algorithms } from '../algorithms/registry.js';
+import { MAX_PRECISION } from '../algorithms/sub-windows.js';
 import { bucketScaleProblem } from '../algorithms/scale.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import { parseDuration } from './duration.js';
@@ -36,7 +37,7 @@ export const NAME_PATTERN = /^[a-z0-9_-]{1,64}$/;
 const NAME = NAME_PATTERN;
 /** Every option a limit definition accepts; anything else is refused (a misspelt option must not drop a clause). */
 export const LIMIT_OPTIONS: readonly string[] = Object.freeze([
-  'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'mode', 'key',
+  'name', 'purpose', 'onError', 'acknowledgeFailOpen', 'algorithm', 'limit', 'window', 'burst', 'precision', 'mode', 'key',
   'cost', 'reason', 'shadow', 'store', 'countRejected', 'status', 'failClosedAfter', 'allow', 'deny', 'costFromContentLength', 'count', 'failureStatus', 'plans', 'plan', 'tier', 'keySlots',
 ]);
 const KNOWN: ReadonlySet<string> = new Set(LIMIT_OPTIONS);
@@ -104,6 +105,23 @@ function checkMagnitude(algorithm: AlgorithmName, p: { limit: number; windowMs: 
   if (algorithm === 'token-bucket' || algorithm === 'leaky-bucket' || algorithm === 'gcra') {
     const problem = bucketScaleProblem(p);
     if (problem !== undefined) throw new ConfigError('RC_INVALID_WINDOW', `${where}window`, `${problem}, for exact integer arithmetic`);
+  }
+}
+
+/** `precision`: sliding-window only, an integer from 1 to MAX_PRECISION; 1 when absent. */
+function compilePrecision(v: unknown, algorithm: AlgorithmName, where: string): number {
+  if (v === undefined) return 1;
+  if (algorithm !== 'sliding-window') throw new ConfigError('RC_INVALID_OPTION', `${where}precision`, `applies to sliding-window only, not ${algorithm}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > MAX_PRECISION) {
+    throw new ConfigError('RC_INVALID_OPTION', `${where}precision`, `must be an integer from 1 to ${MAX_PRECISION} (sub-windows per window), got ${typeof v === 'number' ? String(v) : typeof v}`);
+  }
+  return v;
+}
+
+/** The sub-windows must tile the window in whole milliseconds. */
+function checkPrecisionWindow(precision: number, windowMs: number, option: string): void {
+  if (precision > 1 && windowMs % precision !== 0) {
+    throw new ConfigError('RC_INVALID_WINDOW', option, `${windowMs} ms is not a multiple of precision ${precision}: sub-windows must be whole milliseconds (try ${Math.max(precision, Math.round(windowMs / precision) * precision)} ms)`);
   }
 }
 
@@ -211,7 +229,9 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     if (algorithm !== 'leaky-bucket') throw new ConfigError('RC_INVALID_OPTION', `${where}mode`, `applies to leaky-bucket only`);
     if (def.mode !== 'meter' && def.mode !== 'queue') throw new ConfigError('RC_INVALID_OPTION', `${where}mode`, `must be 'meter' or 'queue', got ${JSON.stringify(def.mode)}`);
   }
-  const params = { limit, windowMs, burst, queue: def.mode === 'queue' };
+  const precision = compilePrecision(def.precision, algorithm, where);
+  checkPrecisionWindow(precision, windowMs, `${where}window`);
+  const params: AlgorithmParams = precision > 1 ? { limit, windowMs, burst, queue: def.mode === 'queue', precision } : { limit, windowMs, burst, queue: def.mode === 'queue' };
   checkMagnitude(algorithm, params, where);
   const fromLength = optionalBoolean(def.costFromContentLength, `${where}costFromContentLength`);
   if (fromLength && def.cost !== undefined) throw new ConfigError('RC_INVALID_COST', `${where}costFromContentLength`, 'applies without `cost`: the cost is the declared Content-Length');
@@ -241,6 +261,7 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
   if (count === 'failures' && algorithm === 'concurrency') throw new ConfigError('RC_INVALID_OPTION', `${where}count`, `'failures' does not apply to concurrency (a lease is released when the work ends)`);
   const isFailure = failurePredicate(def.failureStatus, `${where}failureStatus`);
   const countRejected = optionalBoolean(def.countRejected, `${where}countRejected`);
+  if (precision > 1 && def.tier !== undefined) throw new ConfigError('RC_INVALID_OPTION', `${where}tier`, 'cannot be combined with `precision` above 1 yet');
   const tier = compileTier(def.tier, where, algorithm, windowMs, countRejected, algo.capacity(params));
   if (def.failureStatus !== undefined && count !== 'failures') throw new ConfigError('RC_INVALID_OPTION', `${where}failureStatus`, `applies with count: 'failures' only`);
   const keySlots = def.keySlots;
@@ -270,7 +291,8 @@ export function compileLimit(def: LimitDefinition, at: string, storeNames: Reado
     failClosedAfterMs,
     allow: new AccessList('allow', name, counter, def.allow, `${where}allow`),
     deny: new AccessList('deny', name, counter, def.deny, `${where}deny`),
-    id: `${name}:${algorithm}`,
+    // A precision of its own is a state shape of its own: its keys never meet another precision's (docs/redis.md, "Rolling deploys").
+    id: precision > 1 ? `${name}:${algorithm}/${precision}` : `${name}:${algorithm}`,
     tier,
   };
   if (def.plans === undefined) {
@@ -317,7 +339,9 @@ function compilePlans(base: CompiledLimit, def: LimitDefinition, where: string, 
     const windowMs = plan.window === undefined ? base.params.windowMs : parseDuration(plan.window, `${at}.window`);
     if (plan.burst !== undefined && !usesBurst) throw new ConfigError('RC_INVALID_BURST', `${at}.burst`, `does not apply to ${base.algorithm}; it applies to token-bucket, leaky-bucket and gcra`);
     const burst = plan.burst !== undefined ? positiveInt(plan.burst, 'RC_INVALID_BURST', `${at}.burst`) : plan.limit !== undefined ? limit : base.params.burst;
-    const params: AlgorithmParams = { limit, windowMs, burst, queue: base.params.queue };
+    const precision = base.params.precision;
+    if (precision !== undefined) checkPrecisionWindow(precision, windowMs, `${at}.window`);
+    const params: AlgorithmParams = precision !== undefined ? { limit, windowMs, burst, queue: base.params.queue, precision } : { limit, windowMs, burst, queue: base.params.queue };
     checkMagnitude(base.algorithm, params, `${at}.`);
     const capacity = algorithms[base.algorithm].capacity(params);
     if (base.cost > capacity) {

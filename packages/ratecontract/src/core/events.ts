@@ -1,4 +1,5 @@
 import { channel, type Channel } from 'node:diagnostics_channel';
+import type { ShadowReport } from './shadow-report.js';
 import type { Decision, OnError } from './types.js';
 
 /**
@@ -36,6 +37,12 @@ export const CHANNELS = {
   planError: 'ratecontract:plan-error',
   /** A store's connection looked silently dead (calls outstanding, no reply for `deadConnectionMs`): `DeadConnectionEvent`. */
   deadConnection: 'ratecontract:dead-connection',
+  /**
+   * A shadowed limit's report (`ShadowReport`: time in shadow, would-reject
+   * rate, top keys, top-10 share), each time its sliding period moves on by a
+   * bucket: published at the first check of the new bucket.
+   */
+  shadow: 'ratecontract:shadow',
 } as const;
 
 /** `ratecontract:decision`: every decision, with the limiter's clock at the check. */
@@ -166,6 +173,12 @@ export interface DeadConnectionEvent {
   readonly outstanding: number;
   /** Whether the store replaced its connection (`store.reconnect()` returned true). */
   readonly reconnected: boolean;
+  /**
+   * The failure domain whose calls fell silent (a Redis Cluster master,
+   * `'host:port'`) when the store has per-node breakers; undefined for the
+   * store as a whole.
+   */
+  readonly node: string | undefined;
 }
 
 /** A diagnostics channel that only takes its own payload type. */
@@ -196,6 +209,7 @@ export const storeCallChannel = new TypedChannel<StoreCallEvent>(CHANNELS.storeC
 export const resetChannel = new TypedChannel<ResetEvent>(CHANNELS.reset);
 export const planErrorChannel = new TypedChannel<PlanErrorEvent>(CHANNELS.planError);
 export const deadConnectionChannel = new TypedChannel<DeadConnectionEvent>(CHANNELS.deadConnection);
+export const shadowChannel = new TypedChannel<ShadowReport>(CHANNELS.shadow);
 
 /** Every channel's payload fields, for tests and tools that check payloads at run time. */
 export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly string[] } = {
@@ -212,5 +226,6 @@ export const EVENT_FIELDS: { readonly [K in keyof typeof CHANNELS]: readonly str
   storeCall: ['store', 'kind', 'durationMs', 'ok'],
   reset: ['limitName', 'keyHash', 'by', 'store'],
   planError: ['limitName', 'plan', 'error'],
-  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected'],
+  deadConnection: ['store', 'kind', 'silentMs', 'outstanding', 'reconnected', 'node'],
+  shadow: ['limitName', 'keySpec', 'now', 'inShadowMs', 'periodMs', 'checks', 'wouldReject', 'wouldRejectRate', 'top10Share', 'top', 'sketch'],
 };

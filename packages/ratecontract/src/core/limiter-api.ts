@@ -1,6 +1,7 @@
 import type { AccessEntry, LimiterLists } from './access-list.js';
 import type { Clock } from './clock.js';
 import { CheckDecision } from './decision.js';
+import type { ShadowReport, ShadowReportOptions } from './shadow-report.js';
 import type { StoreHealth } from './store-circuit.js';
 import type { Store, SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitDefinition, RequestContext } from './types.js';
@@ -45,6 +46,15 @@ export interface LimiterOptions<Ctx = RequestContext> {
   readonly allow?: readonly AccessEntry<Ctx>[] | undefined;
   /** Requests refused with 403 (outcome `'denied'`) before any store call; `limiter.lists.deny` changes it at run time. */
   readonly deny?: readonly AccessEntry<Ctx>[] | undefined;
+  /**
+   * The live shadow report of the limits with `shadow: true` (a bounded
+   * top-K of the keys each would have rejected over a sliding period;
+   * `limiter.shadowReport()`, the `ratecontract:shadow` event;
+   * docs/metrics.md, "Shadow report"). Default `{}`: one hour in 6 buckets
+   * of 64 counters, anonymous keys hashed with a random per-limiter key.
+   * `false`: no report (and no cost per check).
+   */
+  readonly shadowReport?: ShadowReportOptions | false | undefined;
 }
 
 /** The in-process stores a limiter needs and core does not build itself (the composition root supplies them). */
@@ -55,7 +65,7 @@ export interface LocalStores {
   newFallbackStore(maxKeys: number): SyncStore;
 }
 
-export const OPTION_NAMES: readonly string[] = ['limits', 'defaultStore', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys', 'allow', 'deny'];
+export const OPTION_NAMES: readonly string[] = ['limits', 'defaultStore', 'stores', 'clock', 'replicas', 'heartbeatMs', 'failClosedRetryAfterMs', 'fallbackMaxKeys', 'allow', 'deny', 'shadowReport'];
 
 /** A `CheckOptions` flag (internal to the HTTP layer): keep each limit's raw key in the decision (for partition keys). */
 export const WANT_KEYS: unique symbol = Symbol('ratecontract.wantKeys');
@@ -118,6 +128,14 @@ export interface Limiter<Ctx = RequestContext> {
    * to see that the limiter is deciding locally.
    */
   storeHealth(): Record<string, StoreHealth>;
+  /**
+   * Per limit with `shadow: true`, in chain order: how long it has been in
+   * shadow, its checks and would-be rejections over the sliding period, and
+   * the top 10 keys it would have rejected (principals by name, other keys
+   * by keyed hash). Empty without shadowed limits or with
+   * `shadowReport: false`.
+   */
+  shadowReport(): ShadowReport[];
   /**
    * Stops background work (the discovery heartbeat, the two-tier allotment
    * sweep) and gives unspent two-tier allotments back to their stores. Resolves

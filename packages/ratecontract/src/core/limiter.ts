@@ -9,6 +9,7 @@ import { ConfigError, UsageError } from './errors.js';
 import { refuseUnknown } from './options.js';
 import { decisionChannel, resetChannel, storeErrorChannel, timeoutChannel } from './events.js';
 import { startDiscovery } from './discovery.js';
+import { ShadowWatch, type ShadowReport } from './shadow-report.js';
 import { OPTION_NAMES, WANT_KEYS, type InternalCheckOptions, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 import { LocalFallback } from './fallback.js';
 import { operatorCall, resetOps, unknownPlan, unsupported } from './operator-calls.js';
@@ -44,6 +45,7 @@ class ChainLimiter implements Limiter {
   /** Entries across every list: 0 means no check screens anything. */
   readonly #listed: ListCounter = { entries: 0 };
   readonly #clock: Clock;
+  readonly #shadow: ShadowWatch | undefined;
   readonly #groups: readonly Group[];
   readonly #single: Group | undefined;
   /** One limit on a store that decides single ops, not concurrency: decided without building a chain. */
@@ -84,6 +86,7 @@ class ChainLimiter implements Limiter {
       },
     };
     this.#clock = options.clock ?? systemClock;
+    this.#shadow = ShadowWatch.for(this.limits, options.shadowReport, this.#clock.now());
     const replicas = options.replicas ?? LIMITER_DEFAULTS.replicas;
     if (replicas !== 'discover' && (!Number.isSafeInteger(replicas) || replicas < 1)) {
       throw new ConfigError('RC_INVALID_OPTION', 'replicas', `must be a positive integer or 'discover', got ${String(replicas)}`);
@@ -129,6 +132,10 @@ class ChainLimiter implements Limiter {
   storeHealth(): Record<string, StoreHealth> {
     const now = this.#clock.now();
     return Object.fromEntries(this.#groups.map((g) => [g.name, g.circuit.health(now)]));
+  }
+
+  shadowReport(): ShadowReport[] {
+    return this.#shadow?.report(this.#clock.now()) ?? [];
   }
 
   async close(): Promise<void> {
@@ -238,6 +245,7 @@ class ChainLimiter implements Limiter {
     r.resetMs = f.resetMs;
     r.retryAfterMs = f.allowed ? 0 : f.retryAfterMs;
     r.delayMs = f.allowed ? f.delayMs : 0;
+    if (limit.shadow) this.#shadow?.observe(0, key, !f.allowed, now);
     const results = this.#scratchResults;
     results[0] = r;
     // The ops are read only for leases, which the fast path never holds.
@@ -326,9 +334,23 @@ class ChainLimiter implements Limiter {
   async #checkAsync(built: Built, screen?: Screen): Promise<Decision> {
     const { ops, now, keys } = built;
     const n = ops.length;
-    const results = new Array<StoreOpResult | undefined>(n);
+    let results = new Array<StoreOpResult | undefined>(n);
     const failed = new Array<boolean>(n).fill(false);
-    await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    const single = this.#single;
+    if (single !== undefined && built.complete) {
+      // One store and every limit keyed (the common case): the ops as built, the store's results as they come,
+      // its one call awaited directly (no Promise.all, no array of promises, no copies).
+      const all = ops as StoreOp[];
+      try {
+        results = (await single.circuit.run(() => single.store.evaluate(all, now), now, all)) as StoreOpResult[];
+      } catch (error) {
+        this.#markFailed(single, ops, error, failed);
+      }
+    } else if (single !== undefined) {
+      await this.#evaluateGroup(single, ops, now, results, failed);
+    } else {
+      await Promise.all(this.#groups.map((g) => this.#evaluateGroup(g, ops, now, results, failed)));
+    }
     withPlanFailures(ops, built.planFailed, failed);
     // A check its store could not take (open breaker, full, refused at once) is decided without any I/O. Let the
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
@@ -413,6 +435,8 @@ class ChainLimiter implements Limiter {
         windowMs: p.windowMs, source: local?.[i] === true ? 'local' : failModes?.[i] === 'closed' ? 'none' : 'store', shadow: limit.shadow,
         purpose: limit.purpose, onError: failModes?.[i], listed: undefined,
       };
+      // The fast path (no ops) reports its one limit itself.
+      if (limit.shadow && ops[i] !== undefined) this.#shadow?.observe(i, ops[i]?.key, !r.allowed, now);
       if (!r.allowed) {
         if (limit.shadow) {
           shadowRejected = true;

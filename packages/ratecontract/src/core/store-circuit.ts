@@ -3,7 +3,7 @@ import { refuseUnknown } from './options.js';
 import { breakerChannel, deadConnectionChannel, storeCallChannel, type StoreFailureReason } from './events.js';
 import { SilenceWatch } from './silence-watch.js';
 import type { Store, StoreOp } from './store.js';
-import { monotonicNow, nextTurn, unrefTimer } from './timers.js';
+import { endOfTick, monotonicNow, nextTurn, unrefTimer } from './timers.js';
 
 export type { BreakerOptions } from './store.js';
 
@@ -112,12 +112,16 @@ class Breaker {
   slotStart = 0;
   /** Start of the current run of continuous failure, if any. */
   failingSince: number | undefined;
+  /** A failure domain's own silence watch (calls that touch it alone); undefined for the store's own breaker or with `deadConnectionMs: false`. */
+  readonly silence: SilenceWatch | undefined;
   constructor(
     /** The failure domain's name; undefined for the store's own breaker. */
     readonly node: string | undefined,
     cooldownMs: number,
+    silence?: SilenceWatch,
   ) {
     this.cooldownMs = cooldownMs;
+    this.silence = silence;
   }
 }
 
@@ -307,7 +311,7 @@ export class StoreCircuit {
   #node(name: string): Breaker {
     const nodes = this.#nodes as Map<string, Breaker>;
     let b = nodes.get(name);
-    if (b === undefined) nodes.set(name, (b = new Breaker(name, this.#baseCooldownMs)));
+    if (b === undefined) nodes.set(name, (b = new Breaker(name, this.#baseCooldownMs, this.#silence === undefined ? undefined : new SilenceWatch(this.#silence.afterMs))));
     return b;
   }
 
@@ -334,6 +338,8 @@ export class StoreCircuit {
       if (storeCallChannel.hasSubscribers) started = monotonicNow();
       const pending = call();
       this.#silence?.issued(now, pending);
+      // A call that touches one domain settles with that domain's reply: its silence is that node's.
+      if (breakers.length === 1) breakers[0]?.silence?.issued(now, pending);
       const value = await withDeadline(pending, this.deadlineMs);
       if (started >= 0) this.#timed(started, true);
       for (const b of breakers) this.#succeeded(b, now, probes.includes(b));
@@ -357,11 +363,16 @@ export class StoreCircuit {
     }
   }
 
-  /** The dead-connection watch, before each call. */
+  /** The dead-connection watch, before each call: the store's, and each failure domain's. */
   #watch(now: number): void {
     if (this.#silence === undefined) return;
     const silentMs = this.#silence.check(now);
-    if (silentMs !== undefined) this.#deadConnection(silentMs, now);
+    if (silentMs !== undefined) this.#deadConnection(silentMs, now, this.#main);
+    if (this.#nodes === undefined) return;
+    for (const b of this.#nodes.values()) {
+      const nodeSilentMs = b.silence?.check(now);
+      if (nodeSilentMs !== undefined) this.#deadConnection(nodeSilentMs, now, b);
+    }
   }
 
   /** Records a synchronous store's outcome (no deadline or breaker applies to in-process stores). */
@@ -382,19 +393,20 @@ export class StoreCircuit {
    * connection after the base cool-down (a reconnect takes tens of ms), not
    * after the grown one.
    */
-  #deadConnection(silentMs: number, now: number): void {
+  #deadConnection(silentMs: number, now: number, b: Breaker): void {
     let reconnected = false;
     try {
-      reconnected = this.store.reconnect?.() === true;
+      reconnected = (b.node === undefined ? this.store.reconnect?.() : this.store.reconnect?.(b.node)) === true;
     } catch {
       // A store's reconnect must not throw; if it does, the check still gets its fail mode.
     }
-    if (reconnected && this.#main.state === 'open') {
-      this.#main.cooldownMs = this.#baseCooldownMs;
-      this.#main.openedAt = now;
+    if (reconnected && b.state === 'open') {
+      b.cooldownMs = this.#baseCooldownMs;
+      b.openedAt = now;
     }
     if (deadConnectionChannel.hasSubscribers) {
-      deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding: this.#silence?.outstanding ?? 0, reconnected });
+      const outstanding = (b.node === undefined ? this.#silence : b.silence)?.outstanding ?? 0;
+      deadConnectionChannel.publish({ store: this.name, kind: this.store.kind, silentMs, outstanding, reconnected, node: b.node });
     }
   }
 
@@ -513,37 +525,93 @@ const LOOP_STALL_MS = 2;
  * polled; the rejection then waits for one more I/O phase.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let cohort = openCohorts.get(ms);
+  if (cohort === undefined) cohort = openCohort(ms);
+  const c = cohort;
   return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    let firedAt = 0;
-    let looked = false;
-    const expire = (): void => {
-      if (settled) return;
-      if (!looked && monotonicNow() - firedAt > LOOP_STALL_MS) {
-        looked = true;
-        nextTurn(expire);
-        return;
-      }
-      settled = true;
-      reject(new StoreTimeoutError(ms));
-    };
-    const timer = setTimeout(() => {
-      firedAt = monotonicNow();
-      nextTurn(expire);
-    }, ms);
+    const entry: Deadline = { reject, settled: false };
+    c.entries.push(entry);
+    c.open++;
     promise.then(
       (value) => {
-        clearTimeout(timer);
-        if (settled) return;
-        settled = true;
+        if (entry.settled) return;
+        settle(c, entry);
         resolve(value);
       },
       (error: unknown) => {
-        clearTimeout(timer);
-        if (settled) return;
-        settled = true;
+        if (entry.settled) return;
+        settle(c, entry);
         reject(error instanceof Error ? error : new Error(String(error)));
       },
     );
   });
+}
+
+/** One call waiting on its deadline. */
+interface Deadline {
+  readonly reject: (error: StoreTimeoutError) => void;
+  settled: boolean;
+}
+
+/**
+ * The calls of one deadline length made in one pass of the event loop
+ * (until the next `process.nextTick`), under one timer. Node starts every
+ * timer set in one pass at the same instant (the loop's cached time), so
+ * one timer for them all expires each call exactly when a timer of its own
+ * would; a batch of checks costs one timer instead of one per check (a
+ * timer set and cleared per check cost the client about a microsecond per
+ * check under load, most of it in the timer lists' priority queue). The
+ * timer is cleared once every call of the cohort has settled.
+ */
+interface Cohort {
+  readonly ms: number;
+  readonly entries: Deadline[];
+  open: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The cohort still taking calls, per deadline length. */
+const openCohorts = new Map<number, Cohort>();
+
+function openCohort(ms: number): Cohort {
+  const c: Cohort = { ms, entries: [], open: 0, timer: undefined };
+  c.timer = setTimeout(() => {
+    c.timer = undefined;
+    const firedAt = monotonicNow();
+    nextTurn(() => expire(c, firedAt, false));
+  }, ms);
+  openCohorts.set(ms, c);
+  endOfTick(() => {
+    if (openCohorts.get(ms) !== c) return;
+    openCohorts.delete(ms);
+    if (c.open === 0 && c.timer !== undefined) {
+      clearTimeout(c.timer);
+      c.timer = undefined;
+    }
+  });
+  return c;
+}
+
+function settle(c: Cohort, entry: Deadline): void {
+  entry.settled = true;
+  // The cohort is done once it takes no more calls and every call has settled.
+  if (--c.open === 0 && c.timer !== undefined && openCohorts.get(c.ms) !== c) {
+    clearTimeout(c.timer);
+    c.timer = undefined;
+  }
+}
+
+/** Rejects the cohort's unsettled calls, once the I/O phase has passed (see withDeadline). */
+function expire(c: Cohort, firedAt: number, looked: boolean): void {
+  if (!looked && monotonicNow() - firedAt > LOOP_STALL_MS) {
+    nextTurn(() => expire(c, firedAt, true));
+    return;
+  }
+  if (openCohorts.get(c.ms) === c) openCohorts.delete(c.ms);
+  for (const e of c.entries) {
+    if (e.settled) continue;
+    e.settled = true;
+    c.open--;
+    e.reject(new StoreTimeoutError(c.ms));
+  }
 }

@@ -140,11 +140,13 @@ export interface Store {
   readonly deadConnectionMs?: number | false | undefined;
   /**
    * Replaces the store's connection, which the limiter found silently dead
-   * (see `deadConnectionMs`). Returns whether it did (`false`: nothing done,
-   * for example because the client is not connected anyway). Must not throw.
-   * Optional.
+   * (see `deadConnectionMs`); with `node` (one of the names `domains`
+   * returns), only that failure domain's connection, whose calls fell silent
+   * while the others answered. Returns whether it did (`false`: nothing
+   * done, for example because the client is not connected anyway). Must not
+   * throw. Optional.
    */
-  reconnect?(): boolean;
+  reconnect?(node?: string): boolean;
   /**
    * The failure domains a call for `ops` goes to: for a Redis Cluster, the
    * master node (`'host:port'`) of each op's slot. With it the limiter keeps

@@ -25,7 +25,7 @@ export class TierStore implements Store {
   readonly breaker: Store['breaker'];
   readonly deadConnectionMs: Store['deadConnectionMs'];
   readonly ready?: () => Promise<void>;
-  readonly reconnect?: () => boolean;
+  readonly reconnect?: (node?: string) => boolean;
   readonly heartbeat?: (instanceId: string, ttlMs: number, now: number) => Promise<number>;
   readonly #inner: Store;
   readonly #clock: Clock;

@@ -70,6 +70,16 @@ export interface LimitDefinition<Ctx = RequestContext> {
   readonly window: Duration;
   /** B, for token-bucket, leaky-bucket and gcra: the largest burst. Default `limit`. */
   readonly burst?: number | undefined;
+  /**
+   * sliding-window only: sub-windows per window, an integer from 1 to 60
+   * that divides the window in ms. Default 1: Cloudflare's two-counter
+   * estimate. With k, only the oldest W/k of the trailing window is
+   * estimated; the rest is counted exactly: at most N in any
+   * `W - W/k + 1` ms, at most 2N - 1 in any W, and (k + 2) x 8 bytes of
+   * state per key. docs/algorithms.md, "Sliding window precision", has
+   * the measured error per precision.
+   */
+  readonly precision?: number | undefined;
   /** leaky-bucket only: `'meter'` (default) rejects at once; `'queue'` admits with a delay. */
   readonly mode?: 'meter' | 'queue' | undefined;
   /** The key extractor. Default `'ip'`. */

@@ -63,6 +63,17 @@ export interface ScriptRunner {
    */
   reconnect(): boolean;
   /**
+   * A Cluster: replaces the connection to one master (`'host:port'`, as
+   * `nodeOf` names it), whose calls fell silent while the other masters
+   * answered. ioredis: that node's connection is closed at once (its socket
+   * destroyed, a pending connect abandoned); the Cluster client drops a node
+   * it lost (its default `clusterNodeRetryStrategy` is none), sends the
+   * slot's next command to another master, follows the MOVED, and connects
+   * to the master anew. node-redis: not done (false). Returns whether it
+   * did; never throws.
+   */
+  reconnectNode(node: string): boolean;
+  /**
    * A Cluster: the master that serves `slot` as the client knows it now
    * (`'host:port'`; ioredis `slots[slot][0]`, node-redis
    * `slots[slot].master.address`), or undefined when the client does not
@@ -148,6 +159,16 @@ function once(client: object, event: string, listener: () => void, skip: () => b
 
 const ignore = (): undefined => undefined;
 
+/** Runs `f`; false if it threw. */
+function quietlyRun(f: () => void): boolean {
+  try {
+    f();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Runs `f`, swallowing what it throws or rejects with (a reconnect must never fail a check). */
 function quietly(f: () => unknown): boolean {
   try {
@@ -184,6 +205,36 @@ function reconnectIoredis(c: object): boolean {
   const destroy = method(stream, 'destroy');
   if (destroy !== undefined) quietly(() => destroy());
   return true;
+}
+
+/**
+ * ioredis Cluster: the master `node`'s own connection (`cluster.nodes('master')`,
+ * found by `host:port`), closed at once: a ready one by `disconnect(true)`
+ * with its socket destroyed, a pending connect by destroying its socket.
+ * With the Cluster's default `clusterNodeRetryStrategy` (none) the node
+ * ends and leaves the pool, and the slot's next command finds it again
+ * through a MOVED on a new connection; with a strategy of the user's, it
+ * reconnects by it.
+ */
+function reconnectIoredisNode(c: object, node: string): boolean {
+  const nodes = method(c, 'nodes');
+  if (nodes === undefined) return false;
+  let masters: unknown;
+  if (!quietlyRun(() => (masters = nodes('master')))) return false;
+  if (!Array.isArray(masters)) return false;
+  for (const r of masters as unknown[]) {
+    const o = (r as { options?: { host?: unknown; port?: unknown } } | undefined)?.options;
+    if (o === undefined || `${String(o.host)}:${String(o.port)}` !== node) continue;
+    const status = (r as { status?: unknown }).status;
+    if (status === 'ready') return reconnectIoredis(r as object);
+    if (status === 'connecting' || status === 'connect') {
+      const stream = (r as { stream?: unknown }).stream;
+      const destroy = method(stream, 'destroy');
+      return destroy !== undefined && quietly(() => destroy());
+    }
+    return false;
+  }
+  return false;
 }
 
 /** node-redis: no reconnect call, so `destroy()` (v5; `disconnect()` in v4) and `connect()` again. */
@@ -281,6 +332,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener),
       reconnect: () => !isCluster && reconnectIoredis(c),
+      reconnectNode: (node) => isCluster && reconnectIoredisNode(c, node),
       nodeOf: isCluster ? ioredisNodeOf(c) : noNode,
     };
   }
@@ -303,6 +355,7 @@ export function adaptClient(client: unknown, cluster: boolean | undefined): Scri
       onceReady: (listener) => once(c, 'ready', listener),
       onceEnded: (listener) => once(c, 'end', listener, () => ending.self),
       reconnect: () => !isCluster && reconnectNodeRedis(c, ending),
+      reconnectNode: () => false,
       nodeOf: isCluster ? nodeRedisNodeOf(c) : noNode,
     };
   }

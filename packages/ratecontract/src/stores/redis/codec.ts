@@ -43,7 +43,9 @@ function argsOf(limit: CompiledLimit): LimitArgs {
     const p = limit.params;
     const flags = String((limit.shadow ? 1 : 0) + (limit.countRejected ? 2 : 0));
     const cost = String(limit.cost);
-    a = { spec: [limit.algorithm, String(p.limit), String(p.windowMs), String(p.burst), queueArg(limit), flags, cost], cost };
+    // A sliding window of precision k > 1 runs as the twin `sliding-window/k` (see algo() in common.lua).
+    const algorithm = p.precision !== undefined && p.precision > 1 ? `${limit.algorithm}/${p.precision}` : limit.algorithm;
+    a = { spec: [algorithm, String(p.limit), String(p.windowMs), String(p.burst), queueArg(limit), flags, cost], cost };
     limitArgs.set(limit, a);
   }
   return a;

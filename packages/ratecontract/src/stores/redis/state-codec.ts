@@ -1,5 +1,6 @@
 import type { AlgorithmName } from '../../algorithms/types.js';
 import type { ConcurrencyState, Lease } from '../../algorithms/concurrency.js';
+import type { SubWindowState } from '../../algorithms/sub-windows.js';
 
 /**
  * The stored state format (format 2, key tag `v2`; docs/redis.md, "State
@@ -11,6 +12,7 @@ import type { ConcurrencyState, Lease } from '../../algorithms/concurrency.js';
  * | --- | --- |
  * | fixed-window | w, c (16 bytes) |
  * | sliding-window | w, c, p (24 bytes) |
+ * | sliding-window, precision k >= 2 | w, n0 .. nk ((k + 2) x 8 bytes; under its own key, `<name>:sliding-window/k`) |
  * | token-bucket | u, t (16 bytes) |
  * | leaky-bucket | l, t (16 bytes) |
  * | gcra | t, f (16 bytes) |
@@ -63,14 +65,27 @@ export function decodeState(algorithm: AlgorithmName, raw: Uint8Array): unknown 
       if (out.length === 0) throw badState(algorithm, n, 'no lease');
       return out satisfies ConcurrencyState;
     }
-    default: {
-      const fields: readonly string[] = FIELDS[algorithm];
-      if (n !== fields.length * 8) throw badState(algorithm, n, `expected ${fields.length * 8} bytes`);
-      const out: Record<string, number> = {};
-      fields.forEach((f, i) => (out[f] = view.getFloat64(i * 8, true)));
-      return out;
-    }
+    case 'sliding-window':
+      if (n !== 24) {
+        // Precision k >= 2: w and k + 1 counts.
+        if (n < 32 || n % 8 !== 0) throw badState(algorithm, n, 'expected 24 bytes, or (k + 2) x 8 for precision k');
+        const counts = new Array<number>(n / 8 - 1);
+        for (let i = 0; i < counts.length; i++) counts[i] = view.getFloat64((i + 1) * 8, true);
+        return { w: view.getFloat64(0, true), n: counts } satisfies SubWindowState;
+      }
+      return fixedFields(algorithm, view, n);
+    default:
+      return fixedFields(algorithm, view, n);
   }
+}
+
+/** A fixed-size state's fields, by name. */
+function fixedFields(algorithm: keyof typeof FIELDS, view: DataView, n: number): Record<string, number> {
+  const fields: readonly string[] = FIELDS[algorithm];
+  if (n !== fields.length * 8) throw badState(algorithm, n, `expected ${fields.length * 8} bytes`);
+  const out: Record<string, number> = {};
+  fields.forEach((f, i) => (out[f] = view.getFloat64(i * 8, true)));
+  return out;
 }
 
 function number(algorithm: AlgorithmName, v: unknown, what: string): number {
@@ -105,13 +120,27 @@ export function encodeState(algorithm: AlgorithmName, state: unknown): Uint8Arra
       });
       return out;
     }
-    default: {
-      const fields: readonly string[] = FIELDS[algorithm];
-      const out = new Uint8Array(fields.length * 8);
-      const view = new DataView(out.buffer);
-      const s = state as Record<string, unknown>;
-      fields.forEach((f, i) => view.setFloat64(i * 8, number(algorithm, s[f], f), true));
-      return out;
-    }
+    case 'sliding-window':
+      if (Array.isArray((state as { n?: unknown }).n)) {
+        const sub = state as SubWindowState;
+        const out = new Uint8Array((sub.n.length + 1) * 8);
+        const view = new DataView(out.buffer);
+        view.setFloat64(0, number(algorithm, sub.w, 'w'), true);
+        sub.n.forEach((v, i) => view.setFloat64((i + 1) * 8, number(algorithm, v, `n[${i}]`), true));
+        return out;
+      }
+      return packFields(algorithm, state);
+    default:
+      return packFields(algorithm, state);
   }
+}
+
+/** Packs a fixed-size state's fields. */
+function packFields(algorithm: keyof typeof FIELDS, state: object): Uint8Array {
+  const fields: readonly string[] = FIELDS[algorithm];
+  const out = new Uint8Array(fields.length * 8);
+  const view = new DataView(out.buffer);
+  const s = state as Record<string, unknown>;
+  fields.forEach((f, i) => view.setFloat64(i * 8, number(algorithm, s[f], f), true));
+  return out;
 }

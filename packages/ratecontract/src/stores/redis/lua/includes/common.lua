@@ -20,6 +20,9 @@ local ALGOS = {}
 -- Each algorithm's table is built by its builder the first time a call uses it,
 -- so a call pays only for the algorithms its ops use.
 local BUILDERS = {}
+-- Algorithms with a parameter in their name, 'name/k' (the sliding window's
+-- precision): PARAMETRIC[name](k) builds the twin for k.
+local PARAMETRIC = {}
 
 local function ceil_div(a, b)
   return math.floor((a + b - 1) / b)
@@ -131,7 +134,15 @@ local function algo(name)
   if a == nil then
     local build = BUILDERS[name]
     if build == nil then
-      error('ratecontract: unknown algorithm ' .. tostring(name))
+      local base, k = string.match(tostring(name), '^([a-z-]+)/(%d+)$')
+      local make = base and PARAMETRIC[base]
+      if not make then
+        error('ratecontract: unknown algorithm ' .. tostring(name))
+      end
+      local kk = tonumber(k)
+      build = function()
+        return make(kk)
+      end
     end
     a = build()
     ALGOS[name] = a
