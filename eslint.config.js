@@ -41,6 +41,53 @@ const LAYERS = {
   },
 };
 
+/**
+ * The `node:` modules each part of the library may import (docs/runtimes.md).
+ * The parts that run off Node (core, algorithms, the memory store, http, the
+ * Hono adapter, the client, testing) import only what Bun, Deno and workerd
+ * (with nodejs_compat) all provide: crypto, diagnostics_channel, net. The
+ * longest matching path wins; a library file under no entry may import no
+ * `node:` module. test/integration/runtimes runs those parts on each runtime.
+ */
+const NODE_IMPORTS = {
+  algorithms: [],
+  core: ['crypto', 'diagnostics_channel', 'net'],
+  // The 'event-loop-delay' shedder driver: Node, Bun and Deno (docs/runtimes.md); workerd before 2025 has no node:perf_hooks.
+  'core/shedder.ts': ['perf_hooks'],
+  'stores/memory': ['crypto'],
+  'stores/redis': ['crypto'],
+  'stores/redis-http': [],
+  // The PostgreSQL quota store: Node (its pool is pg's), key digests.
+  'stores/pg': ['crypto'],
+  http: ['crypto', 'net'],
+  // The Node adapters' half of http: Node's own server objects.
+  'http/node-connection.ts': ['http', 'net'],
+  'adapters/hono': [],
+  'adapters/node': ['http', 'net'],
+  'adapters/express': ['http', 'net'],
+  'adapters/fastify': ['http', 'net'],
+  client: ['diagnostics_channel'],
+  testing: [],
+  // Node-only parts: the contract file (reads files) and the metrics exporters.
+  config: ['crypto', 'fs', 'fs/promises', 'module', 'path'],
+  metrics: ['diagnostics_channel', 'module'],
+  'index.ts': [],
+  'limiter.ts': [],
+  'internal.ts': [],
+};
+
+/** NODE_IMPORTS' entry for a library file (its path under the library's src/), or undefined outside the library. */
+function nodeImportsOf(absolute) {
+  const rel = relative(import.meta.dirname, absolute).split(sep).join('/');
+  if (!rel.startsWith(`${LIB}/`)) return undefined;
+  const path = rel.slice(LIB.length + 1);
+  let best;
+  for (const key of Object.keys(NODE_IMPORTS)) {
+    if ((path === key || path.startsWith(`${key}/`)) && (best === undefined || key.length > best.length)) best = key;
+  }
+  return { path, key: best, allowed: best === undefined ? [] : NODE_IMPORTS[best] };
+}
+
 /** Where a path lies: [package src dir, folder or root file name], or undefined outside both src/ trees. */
 function placeOf(absolute) {
   const rel = relative(import.meta.dirname, absolute).split(sep).join('/');
@@ -54,6 +101,26 @@ function placeOf(absolute) {
 
 const layersPlugin = {
   rules: {
+    'node-imports': {
+      meta: { type: 'problem', schema: [] },
+      create(context) {
+        const here = nodeImportsOf(context.filename);
+        if (here === undefined) return {};
+        function check(node) {
+          if (node.source == null || node.source.type !== 'Literal' || typeof node.source.value !== 'string') return;
+          const spec = node.source.value;
+          const builtin = spec.startsWith('node:') ? spec.slice(5) : ['crypto', 'net', 'http', 'fs', 'fs/promises', 'path', 'module', 'diagnostics_channel', 'perf_hooks', 'os', 'url', 'util', 'events', 'stream', 'child_process', 'worker_threads', 'async_hooks', 'timers', 'buffer', 'process'].includes(spec) ? spec : undefined;
+          if (builtin === undefined) return;
+          if (!spec.startsWith('node:')) return context.report({ node: node.source, message: `import '${spec}' as 'node:${spec}'.` });
+          if (here.allowed.includes(builtin)) return;
+          context.report({
+            node: node.source,
+            message: `${LIB}/${here.path} may import ${here.allowed.length === 0 ? 'no node: module' : here.allowed.map((m) => `node:${m}`).join(', ')}; not ${spec} (eslint.config.js NODE_IMPORTS, docs/runtimes.md: this part runs on Bun, Deno and workerd too).`,
+          });
+        }
+        return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check, ImportExpression: check };
+      },
+    },
     'allowed-imports': {
       meta: { type: 'problem', schema: [] },
       create(context) {
@@ -113,11 +180,11 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Named exports only.' }],
     },
   },
-  // Layers: each folder's allow-list (LAYERS above; docs/api.md, Layers). An import outside it fails lint.
+  // Layers: each folder's allow-list (LAYERS above; docs/api.md, Layers), and the node: modules each part may import (NODE_IMPORTS). An import outside them fails lint.
   {
     files: ['packages/*/src/**/*.ts'],
     plugins: { layers: layersPlugin },
-    rules: { 'layers/allowed-imports': 'error' },
+    rules: { 'layers/allowed-imports': 'error', 'layers/node-imports': 'error' },
   },
   {
     // Unit tests run without Redis: only test/integration, test/smoke (its one Redis smoke test), test/faults and test/load may start redis-server or talk to it.

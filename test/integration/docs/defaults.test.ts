@@ -17,6 +17,8 @@ import { LIMITER_DEFAULTS } from '../../../packages/ratecontract/src/core/limite
 import { SHEDDER_DEFAULTS } from '../../../packages/ratecontract/src/core/shedder.js';
 import { MEMORY_STORE_DEFAULTS } from '../../../packages/ratecontract/src/stores/memory/memory-store.js';
 import { REDIS_STORE_DEFAULTS, redisStore } from '../../../packages/ratecontract/src/stores/redis/redis-store.js';
+import { REDIS_HTTP_STORE_DEFAULTS, redisHttpStore } from '../../../packages/ratecontract/src/stores/redis-http/index.js';
+import { PG_QUOTA_STORE_DEFAULTS, pgQuotaStore } from '../../../packages/ratecontract/src/stores/pg/index.js';
 import { DEFAULT_MAX_BODY_BYTES, resolveIpOptions, resolveResponseOptions } from '../../../packages/ratecontract/src/http/index.js';
 import { DEFAULT_ERROR_RETRY_AFTER_MS } from '../../../packages/ratecontract/src/http/guard.js';
 import { DEFAULTS as CLIENT_DEFAULTS } from '../../../packages/ratecontract/src/client/options.js';
@@ -395,6 +397,35 @@ const TABLES: Record<string, Record<string, Expectation> | ((row: string) => Exp
       expect(docLiteral(leading(cell))).toEqual({ maxChecks: REDIS_STORE_DEFAULTS.maxChecks });
       expect(cell).toContain(`(${String(REDIS_STORE_DEFAULTS.maxChecksNodeRedis)} with node-redis)`);
     },
+  },
+  'docs/redis-http.md > Options #1': {
+    url: required(() => expect(() => redisHttpStore({ token: 't' } as never)).toThrow(/redisHttpStore\.url: is required/)),
+    token: required(() => expect(() => redisHttpStore({ url: 'https://x.upstash.io' } as never)).toThrow(/redisHttpStore\.token: is required/)),
+    fetch: text('`globalThis.fetch`'),
+    prefix: str(REDIS_STORE_DEFAULTS.prefix),
+    timeMode: str(REDIS_STORE_DEFAULTS.timeMode),
+    clock: none(),
+    ttlGraceMs: num(REDIS_STORE_DEFAULTS.ttlGraceMs),
+    keySecret: none(),
+    deadlineMs: num(REDIS_HTTP_STORE_DEFAULTS.deadlineMs),
+    loadTimeoutMs: num(REDIS_HTTP_STORE_DEFAULTS.loadTimeoutMs),
+    maxInFlight: num(DEFAULT_MAX_IN_FLIGHT),
+    startupWaitMs: num(DEFAULT_STARTUP_WAIT_MS),
+    breaker: text("the limiter's"),
+    batch: lit({ maxChecks: REDIS_STORE_DEFAULTS.maxChecks }),
+  },
+  'docs/pg.md > Options #1': {
+    pool: required(() => expect(() => pgQuotaStore({} as never)).toThrow(/pgQuotaStore\.pool: is required/)),
+    table: str(PG_QUOTA_STORE_DEFAULTS.table),
+    flushMs: num(PG_QUOTA_STORE_DEFAULTS.flushMs),
+    flushUnits: num(PG_QUOTA_STORE_DEFAULTS.flushUnits),
+    cacheMs: num(PG_QUOTA_STORE_DEFAULTS.cacheMs),
+    queryTimeoutMs: num(PG_QUOTA_STORE_DEFAULTS.queryTimeoutMs),
+    keySecret: none(),
+    deadlineMs: num(PG_QUOTA_STORE_DEFAULTS.deadlineMs),
+    maxInFlight: text("the limiter's"),
+    startupWaitMs: text("the limiter's"),
+    breaker: text("the limiter's"),
   },
   'docs/rls.md > Extensions on `rate_limit` #1': {
     // A rule that states none of them, as the library's compiler made it.

@@ -141,6 +141,8 @@ const PINNED: Record<string, readonly string[]> = {
     'keySlot',
     'redisStore',
   ],
+  './pg': ['DEFAULT_QUOTA_TABLE', 'MIN_QUOTA_WINDOW_MS', 'PG_QUOTA_STORE_DEFAULTS', 'PgQueryable', 'PgQuotaStore', 'PgQuotaStoreOptions', 'pgQuotaMigration', 'pgQuotaStore'],
+  './redis-http': ['BatchOptions', 'FetchLike', 'REDIS_HTTP_STORE_DEFAULTS', 'RedisHttpStoreOptions', 'RedisStore', 'redisHttpStore'],
   './http': [
     'Advertise',
     'AdvertisedLimit',

@@ -42,9 +42,11 @@ describe('package exports', () => {
         else external.add(spec);
       }
     };
-    for (const entry of ['index.ts', 'stores/redis/index.ts', 'adapters/node/index.ts', 'adapters/express/index.ts', 'adapters/fastify/index.ts', 'adapters/hono/index.ts']) walk(`${root}packages/ratecontract/src/${entry}`);
+    for (const entry of ['index.ts', 'stores/redis/index.ts', 'stores/redis-http/index.ts', 'stores/pg/index.ts', 'adapters/node/index.ts', 'adapters/express/index.ts', 'adapters/fastify/index.ts', 'adapters/hono/index.ts']) walk(`${root}packages/ratecontract/src/${entry}`);
     expect(seen.size).toBeGreaterThan(30);
     expect([...seen].filter((f) => f.includes('/src/config/') || f.includes('/packages/cli/'))).toEqual([]);
     expect(external.has('yaml')).toBe(false);
+    // The PostgreSQL store takes your pool: no library module imports pg (an optional peer).
+    expect(external.has('pg')).toBe(false);
   });
 });

@@ -4,6 +4,7 @@ import { ConfigError } from './errors.js';
 import { replicasChannel, storeErrorChannel } from './events.js';
 import { failureReason } from './store-circuit.js';
 import type { Store } from './store.js';
+import { unrefTimer } from './timers.js';
 
 /** Where discovery keeps the replica count k. */
 export interface ReplicaCount {
@@ -38,6 +39,6 @@ export function startDiscovery(store: Store, periodMs: number, clock: Clock, k: 
   };
   void beat();
   const timer = setInterval(() => void beat(), periodMs);
-  timer.unref();
+  unrefTimer(timer);
   return timer;
 }

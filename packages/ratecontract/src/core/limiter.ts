@@ -20,6 +20,7 @@ import type { TierStore } from './tier-store.js';
 import { CheckDecision, type HeldLease } from './decision.js';
 import { isSingleOpStore, type SingleOpStore, type Store, type StoreOp, type StoreOpResult, type SyncStore } from './store.js';
 import type { CheckOptions, CompiledLimit, Decision, LimitResult, OnError, Outcome, RequestContext } from './types.js';
+import { nextTurn } from './timers.js';
 
 export { decisionKeys, WANT_KEYS, type Limiter, type LimiterOptions, type LocalStores } from './limiter-api.js';
 
@@ -354,7 +355,7 @@ class ChainLimiter implements Limiter {
     // A check its store could not take (open breaker, full, refused at once) is decided without any I/O. Let the
     // event loop turn before answering, so a caller that checks again at once cannot starve the socket reads and
     // timers the store needs to recover (a closed loop of instant fallbacks would otherwise never yield).
-    if (failed.includes(true)) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (failed.includes(true)) await new Promise<void>((resolve) => nextTurn(resolve));
     const decision = this.#decide(ops, results, failed.includes(true) ? failed : undefined, now, keys, screen);
     if (!decision.allowed && this.#groups.length > 1) await this.#compensate(ops, results, decision.results, now);
     return decision;

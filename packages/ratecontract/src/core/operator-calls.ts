@@ -3,6 +3,7 @@ import { refuseUnknown } from './options.js';
 import { DEFAULT_DEADLINE_MS } from './store-circuit.js';
 import type { StoreOp } from './store.js';
 import type { Group } from './store-groups.js';
+import { unrefTimer } from './timers.js';
 import type { CompiledLimit, RequestContext } from './types.js';
 
 /**
@@ -21,7 +22,7 @@ export async function operatorCall<T>(group: Group, what: 'peek' | 'reset', run:
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new StoreError('RC_STORE_TIMEOUT', group.name, `${what}: store "${group.name}" (${group.store.kind}) did not answer within ${deadlineMs} ms`)), deadlineMs);
-    timer.unref();
+    unrefTimer(timer);
   });
   try {
     return await Promise.race([run(), late]);

@@ -3,6 +3,7 @@ import { refuseUnknown } from './options.js';
 import { breakerChannel, deadConnectionChannel, storeCallChannel, type StoreFailureReason } from './events.js';
 import { SilenceWatch } from './silence-watch.js';
 import type { Store, StoreOp } from './store.js';
+import { endOfTick, monotonicNow, nextTurn, unrefTimer } from './timers.js';
 
 export type { BreakerOptions } from './store.js';
 
@@ -278,7 +279,7 @@ export class StoreCircuit {
     let started = -1;
     try {
       if (this.#gate !== undefined) await this.#gate;
-      if (storeCallChannel.hasSubscribers) started = performance.now();
+      if (storeCallChannel.hasSubscribers) started = monotonicNow();
       const pending = call();
       this.#silence?.issued(now, pending);
       const value = await withDeadline(pending, this.deadlineMs);
@@ -334,7 +335,7 @@ export class StoreCircuit {
     let started = -1;
     try {
       if (this.#gate !== undefined) await this.#gate;
-      if (storeCallChannel.hasSubscribers) started = performance.now();
+      if (storeCallChannel.hasSubscribers) started = monotonicNow();
       const pending = call();
       this.#silence?.issued(now, pending);
       // A call that touches one domain settles with that domain's reply: its silence is that node's.
@@ -410,7 +411,7 @@ export class StoreCircuit {
   }
 
   #timed(started: number, ok: boolean): void {
-    storeCallChannel.publish({ store: this.name, kind: this.store.kind, durationMs: performance.now() - started, ok });
+    storeCallChannel.publish({ store: this.name, kind: this.store.kind, durationMs: monotonicNow() - started, ok });
   }
 
   #startGate(startupWaitMs: number): Promise<void> {
@@ -432,7 +433,7 @@ export class StoreCircuit {
         open();
         resolve();
       }, startupWaitMs);
-      timer.unref();
+      unrefTimer(timer);
     });
     return Promise.race([ready, waited]);
   }
@@ -576,11 +577,11 @@ function openCohort(ms: number): Cohort {
   const c: Cohort = { ms, entries: [], open: 0, timer: undefined };
   c.timer = setTimeout(() => {
     c.timer = undefined;
-    const firedAt = performance.now();
-    setImmediate(() => expire(c, firedAt, false));
+    const firedAt = monotonicNow();
+    nextTurn(() => expire(c, firedAt, false));
   }, ms);
   openCohorts.set(ms, c);
-  process.nextTick(() => {
+  endOfTick(() => {
     if (openCohorts.get(ms) !== c) return;
     openCohorts.delete(ms);
     if (c.open === 0 && c.timer !== undefined) {
@@ -602,8 +603,8 @@ function settle(c: Cohort, entry: Deadline): void {
 
 /** Rejects the cohort's unsettled calls, once the I/O phase has passed (see withDeadline). */
 function expire(c: Cohort, firedAt: number, looked: boolean): void {
-  if (!looked && performance.now() - firedAt > LOOP_STALL_MS) {
-    setImmediate(() => expire(c, firedAt, true));
+  if (!looked && monotonicNow() - firedAt > LOOP_STALL_MS) {
+    nextTurn(() => expire(c, firedAt, true));
     return;
   }
   if (openCohorts.get(c.ms) === c) openCohorts.delete(c.ms);

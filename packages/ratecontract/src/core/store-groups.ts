@@ -1,8 +1,20 @@
 import type { Clock } from './clock.js';
+import { ConfigError } from './errors.js';
 import { StoreCircuit } from './store-circuit.js';
 import { isSyncStore, type Store, type StoreOp, type StoreOpResult } from './store.js';
 import { TierStore } from './tier-store.js';
 import type { CompiledLimit } from './types.js';
+
+/** Throws when `store.accepts` refuses one of the limits given to it (`indexes`: their places in `limits`). */
+function refuseUnheld(store: Store, name: string, own: readonly CompiledLimit[], indexes: readonly number[]): void {
+  if (store.accepts === undefined) return;
+  own.forEach((l, j) => {
+    const reason = store.accepts?.(l);
+    if (reason === undefined) return;
+    const at = `limits[${String(indexes[j])}].${l.storeName === undefined ? 'store (the default store)' : 'store'}`;
+    throw new ConfigError('RC_UNSUPPORTED_STORE', at, `limit "${l.name}" cannot be held by store "${name}" (${store.kind}): ${reason}`);
+  });
+}
 
 /** The limits of one store (a failure domain): the store they are sent to, its circuit, and their chain indexes. */
 export interface Group {
@@ -44,6 +56,7 @@ export function groupStores(
   const tiers: TierStore[] = [];
   for (const [name, { store: shared, indexes }] of byStore) {
     const own = indexes.map((i) => limits[i] as CompiledLimit);
+    refuseUnheld(shared, name, own, indexes);
     const store = TierStore.wanted(own) ? new TierStore(shared, own, clock, replicas, currentReplicas, indexes) : shared;
     if (store instanceof TierStore) tiers.push(store);
     groups.push({ store, name, indexes, circuit: new StoreCircuit(store, name), sync: isSyncStore(store) });

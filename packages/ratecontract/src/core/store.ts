@@ -175,6 +175,15 @@ export interface Store {
    * for `createLimiter({ replicas: 'discover' })`.
    */
   heartbeat?(instanceId: string, ttlMs: number, now: number): Promise<number>;
+  /**
+   * Whether this store can hold `limit`: `undefined` if it can, else the
+   * reason it cannot. Optional (a store without it holds every limit). The
+   * limiter asks at construction for each limit given to the store and
+   * refuses to build (a `ConfigError`, `RC_UNSUPPORTED_STORE`) with the
+   * reason, so a limit a store cannot enforce fails at startup, never at a
+   * request (the PostgreSQL quota store refuses windows under an hour).
+   */
+  accepts?(limit: CompiledLimit): string | undefined;
 }
 
 /** A store that can also decide synchronously (in-process stores). The limiter uses it to skip a promise per check. */

@@ -6,6 +6,7 @@
  */
 import * as core from 'ratecontract';
 import * as redis from 'ratecontract/redis';
+import * as redisHttp from 'ratecontract/redis-http';
 import * as http from 'ratecontract/http';
 import * as testing from 'ratecontract/testing';
 import * as hono from 'ratecontract/hono';
@@ -23,6 +24,7 @@ notAny(limiter, true);
 notAny(http.readWebBody, true);
 notAny(hono.rateLimit(limiter), true);
 notAny(redis.redisStore, true);
+notAny(redisHttp.redisHttpStore({ url: 'https://example.upstash.io', token: 't' }), true);
 notAny(testing.runStoreConformance, true);
 notAny(client.createFetch(), true);
 notAny(client.CLIENT_CHANNELS, true);

@@ -5,6 +5,7 @@ import { refuseUnknown } from '../../core/options.js';
 import { storeErrorChannel } from '../../core/events.js';
 import { DEFAULT_DEAD_CONNECTION_MS, DEFAULT_STARTUP_WAIT_MS, type BreakerOptions } from '../../core/store-circuit.js';
 import type { Store, StoreOp, StoreOpResult } from '../../core/store.js';
+import { endOfTick, unrefTimer } from '../../core/timers.js';
 import { adaptClient, type ScriptRunner } from './client.js';
 import { batchSize, REDIS_STORE_OPTIONS, type RedisStoreOptions } from './options.js';
 
@@ -214,7 +215,7 @@ export class RedisStore implements Store {
         this.#flush();
       } else if (!this.#flushScheduled) {
         this.#flushScheduled = true;
-        process.nextTick(this.#flushTick);
+        endOfTick(this.#flushTick);
       }
     });
   }
@@ -360,7 +361,7 @@ export class RedisStore implements Store {
     if (wait === undefined) return becoming;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new RateContractError('RC_STORE_NOT_READY', `redis store not ready after ${wait} ms`)), wait);
-      timer.unref();
+      unrefTimer(timer);
       becoming.then(
         () => {
           clearTimeout(timer);
@@ -388,7 +389,7 @@ export class RedisStore implements Store {
         }
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, backoffMs);
-          timer.unref();
+          unrefTimer(timer);
           const stopReady = this.#runner.onceReady(done);
           const stopEnd = this.#runner.onceEnded(done);
           function done(): void {
