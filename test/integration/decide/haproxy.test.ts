@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Served } from '../serve/helpers.js';
-import { CONTRACT, emit, freePort, HAPROXY, runsWith, startDecide, startHaproxy, startUpstream, type Proxy, type Upstream } from './proxies.js';
+import { CONTRACT, emit, freePort, HAPROXY, runsWith, startDecide, startHaproxy, startUpstream, sharedCases, type Proxy, type Upstream } from './proxies.js';
 
 describe.skipIf(!runsWith(HAPROXY, 'HAProxy'))('decide behind HAProxy with a Lua action (--emit haproxy, --emit haproxy-lua)', () => {
   let dir = '';
@@ -73,56 +73,5 @@ describe.skipIf(!runsWith(HAPROXY, 'HAProxy'))('decide behind HAProxy with a Lua
     // The body of the allowed requests reached the upstream; nothing of the rejected one did.
   });
 
-  it('keeps its connections to decide alive', async () => {
-    const n = haproxy as Proxy;
-    const count = async (): Promise<{ connections: number; subrequests: number }> =>
-      (await (await fetch(`${(decide as Served).adminUrl as string}/decide.json`)).json()) as { connections: number; subrequests: number };
-    const before = await count();
-    for (let i = 0; i < 30; i++) expect((await fetch(`${n.url}/search?q=${i}`)).status).toBe(200);
-    const after = await count();
-    expect(after.subrequests - before.subrequests).toBe(30);
-    // 30 subrequests, one after another, on at most one new connection.
-    expect(after.connections - before.connections).toBeLessThanOrEqual(1);
-  });
-
-  it('with decide killed under traffic: the abuse route answers 503 (fails closed), the shedding route passes, nothing answers 500', async () => {
-    const n = haproxy as Proxy;
-    const up = upstream as Upstream;
-    const statuses = new Set<number>();
-    let running = true;
-    const traffic = (async () => {
-      while (running) {
-        const r = await fetch(`${n.url}/search?q=load`);
-        statuses.add(r.status);
-        await r.arrayBuffer();
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 200));
-    (decide as Served).signal('SIGKILL');
-    await (decide as Served).exited;
-    await new Promise((r) => setTimeout(r, 200));
-    running = false;
-    await traffic;
-    expect([...statuses]).toEqual([200]);
-
-    const seenLogin = up.seen.filter((s) => s.url === '/login').length;
-    const login = await fetch(`${n.url}/login`, { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' } });
-    expect(login.status).toBe(503);
-    expect(login.headers.get('retry-after')).toBe('1');
-    expect(await login.json()).toMatchObject({ status: 503 });
-    expect(up.seen.filter((s) => s.url === '/login').length).toBe(seenLogin);
-
-    const search = await fetch(`${n.url}/search?q=down`);
-    expect(search.status).toBe(200);
-    expect(search.headers.get('retry-after')).toBeNull();
-    expect(await search.text()).toBe('upstream GET /search?q=down');
-    expect((await fetch(`${n.url}/health`)).status).toBe(200);
-  });
-
-  it('adds no empty RateLimit field when decide told nothing (an unlimited route)', async () => {
-    const r = await fetch(`${(haproxy as Proxy).url}/health`);
-    expect(r.status).toBe(200);
-    expect(r.headers.has('ratelimit')).toBe(false);
-    expect(r.headers.has('ratelimit-policy')).toBe(false);
-  });
+  sharedCases(() => ({ proxy: haproxy as Proxy, decide: decide as Served, upstream: upstream as Upstream }), { unlimitedRoute: true });
 });

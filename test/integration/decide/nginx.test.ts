@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Served } from '../serve/helpers.js';
-import { CONTRACT, emit, freePort, NGINX, runsWith, startDecide, startNginx, startUpstream, type Proxy, type Upstream } from './proxies.js';
+import { CONTRACT, emit, freePort, NGINX, runsWith, startDecide, startNginx, startUpstream, sharedCases, type Proxy, type Upstream } from './proxies.js';
 
 describe.skipIf(!runsWith(NGINX, 'nginx'))('decide behind nginx auth_request (--emit nginx, --deny-status 403)', () => {
   let dir = '';
@@ -85,51 +85,5 @@ describe.skipIf(!runsWith(NGINX, 'nginx'))('decide behind nginx auth_request (--
     expect(spoofed.status).toBe(429);
   });
 
-  it('keeps its connections to decide alive', async () => {
-    const n = nginx as Proxy;
-    const count = async (): Promise<{ connections: number; subrequests: number }> =>
-      (await (await fetch(`${(decide as Served).adminUrl as string}/decide.json`)).json()) as { connections: number; subrequests: number };
-    const before = await count();
-    for (let i = 0; i < 30; i++) expect((await fetch(`${n.url}/search?q=${i}`)).status).toBe(200);
-    // Denials too (login-ip is spent for 127.0.0.1): decide's 403 has no body, so nginx reuses the connection.
-    for (let i = 0; i < 10; i++) expect((await fetch(`${n.url}/login`, { method: 'POST' })).status).toBe(429);
-    const after = await count();
-    expect(after.subrequests - before.subrequests).toBe(40);
-    // 40 subrequests, one after another, on at most one new connection.
-    expect(after.connections - before.connections).toBeLessThanOrEqual(1);
-  });
-
-  it('with decide killed under traffic: the abuse route answers 503 (fails closed), the shedding route passes, nothing answers 500', async () => {
-    const n = nginx as Proxy;
-    const up = upstream as Upstream;
-    const statuses = new Set<number>();
-    let running = true;
-    const traffic = (async () => {
-      while (running) {
-        const r = await fetch(`${n.url}/search?q=load`);
-        statuses.add(r.status);
-        await r.arrayBuffer();
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 200));
-    (decide as Served).signal('SIGKILL');
-    await (decide as Served).exited;
-    await new Promise((r) => setTimeout(r, 200));
-    running = false;
-    await traffic;
-    expect([...statuses]).toEqual([200]);
-
-    const seenLogin = up.seen.filter((s) => s.url === '/login').length;
-    const login = await fetch(`${n.url}/login`, { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' } });
-    expect(login.status).toBe(503);
-    expect(login.headers.get('retry-after')).toBe('1');
-    expect(await login.json()).toMatchObject({ status: 503 });
-    expect(up.seen.filter((s) => s.url === '/login').length).toBe(seenLogin);
-
-    const search = await fetch(`${n.url}/search?q=down`);
-    expect(search.status).toBe(200);
-    expect(search.headers.get('retry-after')).toBeNull();
-    expect(await search.text()).toBe('upstream GET /search?q=down');
-    expect((await fetch(`${n.url}/health`)).status).toBe(200);
-  });
+  sharedCases(() => ({ proxy: nginx as Proxy, decide: decide as Served, upstream: upstream as Upstream }), { denials: 10 });
 });

@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { expect, it } from 'vitest';
 import { spawnServer, runCli, type Served } from '../serve/helpers.js';
 
 /** Hard lifetime of every proxy, seconds. */
@@ -213,3 +214,77 @@ http:
   trustProxy: loopback
   advertise: always
 `;
+
+/** What a proxy test runs: the proxy, decide behind it, the upstream behind the proxy. */
+export interface Rig {
+  readonly proxy: Proxy;
+  readonly decide: Served;
+  readonly upstream: Upstream;
+}
+
+/**
+ * The cases every proxy shares, registered in the caller's `describe`, in
+ * this order (the last kills decide): keep-alive to decide (with `denials`
+ * rejected requests among the subrequests, for a proxy whose denials must
+ * not cost a connection), then decide killed under traffic (the abuse route
+ * 503, the shedding route passes, nothing 500), then, with `unlimitedRoute`,
+ * no empty RateLimit field on a route decide is not asked about.
+ */
+export function sharedCases(rig: () => Rig, options: { readonly denials?: number; readonly unlimitedRoute?: boolean } = {}): void {
+  const denials = options.denials ?? 0;
+  it('keeps its connections to decide alive', async () => {
+    const { proxy: n, decide } = rig();
+    const count = async (): Promise<{ connections: number; subrequests: number }> =>
+      (await (await fetch(`${decide.adminUrl as string}/decide.json`)).json()) as { connections: number; subrequests: number };
+    const before = await count();
+    for (let i = 0; i < 30; i++) expect((await fetch(`${n.url}/search?q=${i}`)).status).toBe(200);
+    // Denials too (login-ip is spent for 127.0.0.1 by the caller's earlier case).
+    for (let i = 0; i < denials; i++) expect((await fetch(`${n.url}/login`, { method: 'POST' })).status).toBe(429);
+    const after = await count();
+    expect(after.subrequests - before.subrequests).toBe(30 + denials);
+    // The subrequests, one after another, on at most one new connection.
+    expect(after.connections - before.connections).toBeLessThanOrEqual(1);
+  });
+
+  it('with decide killed under traffic: the abuse route answers 503 (fails closed), the shedding route passes, nothing answers 500', async () => {
+    const { proxy: n, decide, upstream: up } = rig();
+    const statuses = new Set<number>();
+    let running = true;
+    const traffic = (async () => {
+      while (running) {
+        const r = await fetch(`${n.url}/search?q=load`);
+        statuses.add(r.status);
+        await r.arrayBuffer();
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    decide.signal('SIGKILL');
+    await decide.exited;
+    await new Promise((r) => setTimeout(r, 200));
+    running = false;
+    await traffic;
+    expect([...statuses]).toEqual([200]);
+
+    const seenLogin = up.seen.filter((s) => s.url === '/login').length;
+    const login = await fetch(`${n.url}/login`, { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' } });
+    expect(login.status).toBe(503);
+    expect(login.headers.get('retry-after')).toBe('1');
+    expect(await login.json()).toMatchObject({ status: 503 });
+    expect(up.seen.filter((s) => s.url === '/login').length).toBe(seenLogin);
+
+    const search = await fetch(`${n.url}/search?q=down`);
+    expect(search.status).toBe(200);
+    expect(search.headers.get('retry-after')).toBeNull();
+    expect(await search.text()).toBe('upstream GET /search?q=down');
+    expect((await fetch(`${n.url}/health`)).status).toBe(200);
+  });
+
+  if (options.unlimitedRoute === true) {
+    it('adds no empty RateLimit field when decide told nothing (an unlimited route)', async () => {
+      const r = await fetch(`${rig().proxy.url}/health`);
+      expect(r.status).toBe(200);
+      expect(r.headers.has('ratelimit')).toBe(false);
+      expect(r.headers.has('ratelimit-policy')).toBe(false);
+    });
+  }
+}
