@@ -1,9 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
 import { loadConfig, type RateContractConfig } from 'ratecontract/config';
 import { HttpGuard, type GuardResult, type RequestFacts } from 'ratecontract/http';
 import { auditContract } from '../contract/audit.js';
-import { keptStores, listen, origin, sendProblem, startHost, type FrontEnd, type HostContext } from '../host/index.js';
+import { keptStores, listen, origin, sendProblem, startHost, type FrontEnd, type HostContext, type HttpFrontEndOptions, type RunningFrontEnd } from '../host/index.js';
 import { answerClientError } from '../serve/client-error.js';
 import { buildGeneration, namedLimiters, type Generation } from '../serve/generation.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, serverOptions } from '../serve/server-options.js';
@@ -16,53 +15,20 @@ export type DenyStatus = 401 | 403;
 /** The field that carries the contract's own status (429, 503, 403) on every denial, for the proxy to rebuild it. */
 export const STATUS_FIELD = 'ratecontract-status';
 
-/** Options of `startDecide`. */
-export interface DecideOptions {
-  /** The contract to run (checked with `assertDecidable` first). */
-  readonly config: RateContractConfig;
-  /** The file it came from: what SIGHUP and `watch` reload. */
+/** Options of `startDecide`: the host's (the contract, where to listen, the bounds), and the denial status. */
+export interface DecideOptions extends HttpFrontEndOptions {
+  /** The file the contract came from: what SIGHUP and `watch` reload (checked with `assertDecidable` first). */
   readonly configFile: string;
-  /** Applied to every config before it runs (the first and each reload): `--redis`. */
-  readonly transform?: ((config: RateContractConfig) => RateContractConfig) | undefined;
-  /** Address to listen on for the proxy's subrequests. */
-  readonly host: string;
-  /** Port for the subrequests; 0 takes a free one. */
-  readonly port: number;
-  /** Address of the admin port. */
-  readonly adminHost: string;
-  /** Port of the admin port (`/metrics`, `/contract`, `/decide.json`...); 0 takes a free one; `undefined`: no admin port. */
-  readonly adminPort: number | undefined;
   /**
    * The status of every denial (`--deny-status`), with the contract's own in
    * `RateContract-Status`; `undefined` answers the contract's 429 or 503
    * itself (Caddy, Traefik, HAProxy pass it on as is).
    */
   readonly denyStatus?: DenyStatus | undefined;
-  /** Bound on receiving a subrequest's head; past it 408. Default 10 s. */
-  readonly headersTimeoutMs?: number | undefined;
-  /** How long startup waits for each store to be ready before it listens anyway. */
-  readonly readyTimeoutMs: number;
-  /** How long SIGTERM waits for subrequests in flight. */
-  readonly drainTimeoutMs: number;
-  /** Reload when the config file changes. */
-  readonly watch: boolean;
-  /** The server's logger (pino, JSON lines). */
-  readonly logger: Logger;
 }
 
-/** A running decide. */
-export interface RunningDecide {
-  /** `http://host:port` the proxy asks. */
-  readonly url: string;
-  /** `http://host:port` of the admin port, or `undefined`. */
-  readonly adminUrl: string | undefined;
-  /** The contract now in force. */
-  config(): RateContractConfig;
-  /** Reloads the config file; resolves to whether the new config was taken. */
-  reload(reason: string): Promise<boolean>;
-  /** Stops accepting, drains subrequests in flight (bounded), closes the stores. */
-  shutdown(reason: string): Promise<void>;
-}
+/** A running decide; `url` is what the proxy asks. */
+export type RunningDecide = RunningFrontEnd;
 
 /** What `/decide.json` on the admin port reports: counts since startup. */
 export interface DecideCounts {

@@ -14,3 +14,4 @@ export { serverLogger } from './logger.js';
 export { authorityHost, closeServer, errorText, listen, methodNotAllowed, origin, redactUrl, sendJson, sendProblem, sendText } from './http.js';
 export { buildContractGeneration, keptStores, type ContractGeneration, type ContractGenerationOptions } from './contract-runtime.js';
 export { shadowSnapshot, type ShadowEntry, type ShadowSnapshot } from './shadow.js';
+export type { HttpFrontEndOptions, RunningFrontEnd } from './front-end-options.js';

@@ -1,11 +1,10 @@
 import { createServer, ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from 'pino';
 import { getBody } from 'ratecontract/node';
 import { loadConfig, type RateContractConfig } from 'ratecontract/config';
 import { usesBody } from 'ratecontract/http';
 import { auditContract } from '../contract/audit.js';
-import { errorText, keptStores, listen, origin, redactUrl, sendProblem, startHost, type FrontEnd, type HostContext } from '../host/index.js';
+import { errorText, keptStores, listen, origin, redactUrl, sendProblem, startHost, type FrontEnd, type HostContext, type HttpFrontEndOptions, type RunningFrontEnd } from '../host/index.js';
 import { answerClientError, refusalBytes, refuse } from './client-error.js';
 import { demoHandler } from './demo.js';
 import { buildGeneration, namedLimiters, type Generation } from './generation.js';
@@ -13,46 +12,15 @@ import { ReverseProxy } from './proxy.js';
 import { readTarget } from './request-target.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, serverOptions } from './server-options.js';
 
-/** Options of `startService`. */
-export interface ServiceOptions {
-  /** The contract to run. */
-  readonly config: RateContractConfig;
-  /** The file it came from: what SIGHUP and `watch` reload. `undefined` for the built-in demo (nothing to reload). */
-  readonly configFile?: string | undefined;
-  /** Applied to every config before it runs (the first and each reload): `--redis`. */
-  readonly transform?: ((config: RateContractConfig) => RateContractConfig) | undefined;
-  readonly host: string;
-  readonly port: number;
-  readonly adminHost: string;
-  /** `undefined`: no admin port. */
-  readonly adminPort: number | undefined;
-  /** Proxy to this upstream; `undefined`: answer with the demo handlers. */
+/** Options of `startService`: the host's (the contract, where to listen, the bounds), and the upstream. */
+export interface ServiceOptions extends HttpFrontEndOptions {
+  /** Proxy to this upstream; `undefined`: answer with the demo handlers (and `configFile` undefined for the built-in demo: nothing to reload). */
   readonly upstream?: URL | undefined;
   readonly upstreamTimeoutMs: number;
-  /** Bound on receiving a request head (`--headers-timeout`); past it 408. Default 10 s. */
-  readonly headersTimeoutMs?: number | undefined;
-  /** How long startup waits for each store to be ready before it listens anyway (the fail modes decide meanwhile). */
-  readonly readyTimeoutMs: number;
-  /** How long SIGTERM waits for in-flight requests. */
-  readonly drainTimeoutMs: number;
-  /** Reload when the config file changes. */
-  readonly watch: boolean;
-  readonly logger: Logger;
 }
 
-/** A running service. */
-export interface RunningService {
-  /** `http://host:port` of the API (or proxy). */
-  readonly url: string;
-  /** `http://host:port` of the admin port, or `undefined`. */
-  readonly adminUrl: string | undefined;
-  /** The contract now in force. */
-  config(): RateContractConfig;
-  /** Reloads the config file; resolves to whether the new config was taken. */
-  reload(reason: string): Promise<boolean>;
-  /** Stops accepting, drains in-flight requests (bounded), closes the stores. */
-  shutdown(reason: string): Promise<void>;
-}
+/** A running service; `url` is the API (or proxy). */
+export type RunningService = RunningFrontEnd;
 
 /**
  * Starts `ratecontract serve`: builds the contract's stores and limiters,
