@@ -3,6 +3,7 @@ import type { RateContractConfig } from 'ratecontract/config';
 import { plural } from '../contract/plural.js';
 import { ArgumentError, flagOption, integerOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { loadContract } from './check.js';
+import { LOG_COMMAND_OPTIONS, SHOW_KEYS_OPTION, TENANT_HEADER_OPTION, thousands } from './log-command-options.js';
 import { LogInputError, readLog, type LogFormat } from './logs.js';
 import { ContractDiff, ContractRun, type Verdict } from './replay.js';
 import { contractReport, diffReport, keyFormatter, logReport, renderReplay, type ReplayReport } from './replay-report.js';
@@ -20,7 +21,6 @@ const KEEP_MALFORMED = 100;
 
 const FORMATS: readonly LogFormat[] = ['auto', 'combined', 'json'];
 
-const thousands = (x: number): string => x.toLocaleString('en-US');
 
 /** The `replay` command: its options and usage, declared once. */
 export const replayCommand: Command = {
@@ -28,14 +28,12 @@ export const replayCommand: Command = {
   summary: 'replay an access log through a contract on a virtual clock: what each limit would reject, and for which keys',
   fileOption: 'config',
   options: {
-    config: { type: 'string', value: 'FILE', description: 'the contract (YAML or JSON)', default: 'the built-in demo contract' },
-    log: { type: 'string', value: 'FILE', description: 'the access log: a file, gzip or not, or - for stdin (required)' },
-    format: { type: 'string', value: 'NAME', description: 'log format: combined (nginx/Apache, common too), json (JSON lines), auto', default: 'auto' },
+    ...LOG_COMMAND_OPTIONS,
     against: { type: 'string', value: 'OLD_FILE', description: 'also replay OLD_FILE over the same lines and report what the new contract rejects that it did not' },
     json: { type: 'boolean', description: 'print the report as one JSON document instead of the table' },
-    'show-keys': { type: 'boolean', description: 'show keys as they are instead of hashed' },
+    'show-keys': SHOW_KEYS_OPTION,
     top: { type: 'string', value: 'N', description: 'keys listed per limit, 1 to 100', default: '10' },
-    'tenant-header': { type: 'string', value: 'NAME', description: "the header a JSON line's tenant is sent as", default: 'http.identify.header, else x-tenant' },
+    'tenant-header': TENANT_HEADER_OPTION,
   },
   details: [
     'Every line runs through the routes and chains of the contract, in time order, on a virtual clock',

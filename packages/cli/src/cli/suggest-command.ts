@@ -5,6 +5,7 @@ import { parseDocument } from 'yaml';
 import { plural } from '../contract/plural.js';
 import { ArgumentError, flagOption, integerOption, stringOption, type Command, type CommandIo, type ParsedArgs } from './args.js';
 import { loadContract } from './check.js';
+import { LOG_COMMAND_OPTIONS, SHOW_KEYS_OPTION, TENANT_HEADER_OPTION, thousands } from './log-command-options.js';
 import { LogInputError, readLog, type LogFormat } from './logs.js';
 import { ContractRun } from './replay.js';
 import { keyFormatter, logReport, type ReplayReport } from './replay-report.js';
@@ -17,7 +18,6 @@ export const PROGRESS_LINES = 1_000_000;
 const KEY_CAPACITY = 1000;
 const TOP = 10;
 
-const thousands = (x: number): string => x.toLocaleString('en-US');
 
 /** The `suggest` command: its options and usage, declared once. */
 export const suggestCommand: Command = {
@@ -25,9 +25,7 @@ export const suggestCommand: Command = {
   summary: "derive each limit's N from an access log: per-key peak usage, the N a percentile suggests, and what the current N would block",
   fileOption: 'config',
   options: {
-    config: { type: 'string', value: 'FILE', description: 'the contract (YAML or JSON)', default: 'the built-in demo contract' },
-    log: { type: 'string', value: 'FILE', description: 'the access log: a file, gzip or not, or - for stdin (required)' },
-    format: { type: 'string', value: 'NAME', description: 'log format: combined (nginx/Apache, common too), json (JSON lines), auto', default: 'auto' },
+    ...LOG_COMMAND_OPTIONS,
     percentile: { type: 'string', value: 'P', description: 'the per-key peak the suggestion starts from, 50 to 100 (99.9 allowed)', default: '99' },
     headroom: { type: 'string', value: 'X', description: 'the factor above that peak, 1 to 100', default: '1.5' },
     'guess-space': { type: 'string', value: 'N', description: 'for abuse limits: the secrets an attacker guesses among (1000000: a 6-digit code)', default: '1000000' },
@@ -35,8 +33,8 @@ export const suggestCommand: Command = {
     json: { type: 'boolean', description: 'print the report as one JSON document' },
     markdown: { type: 'boolean', description: 'print the report as Markdown tables' },
     write: { type: 'string', value: 'FILE', description: 'write the contract with the suggested numbers to FILE (for audit --against)' },
-    'show-keys': { type: 'boolean', description: 'show keys as they are instead of hashed' },
-    'tenant-header': { type: 'string', value: 'NAME', description: "the header a JSON line's tenant is sent as", default: 'http.identify.header, else x-tenant' },
+    'show-keys': SHOW_KEYS_OPTION,
+    'tenant-header': TENANT_HEADER_OPTION,
   },
   details: [
     'Replays the log through each limit as `replay` does (a virtual clock, memory stores) and measures,',
