@@ -159,15 +159,6 @@ function once(client: object, event: string, listener: () => void, skip: () => b
 
 const ignore = (): undefined => undefined;
 
-/** Runs `f`; false if it threw. */
-function quietlyRun(f: () => void): boolean {
-  try {
-    f();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Runs `f`, swallowing what it throws or rejects with (a reconnect must never fail a check). */
 function quietly(f: () => unknown): boolean {
@@ -220,7 +211,7 @@ function reconnectIoredisNode(c: object, node: string): boolean {
   const nodes = method(c, 'nodes');
   if (nodes === undefined) return false;
   let masters: unknown;
-  if (!quietlyRun(() => (masters = nodes('master')))) return false;
+  if (!quietly(() => void (masters = nodes('master')))) return false;
   if (!Array.isArray(masters)) return false;
   for (const r of masters as unknown[]) {
     const o = (r as { options?: { host?: unknown; port?: unknown } } | undefined)?.options;
